@@ -1,0 +1,373 @@
+//! The agent: enroll (or reload identity), then `poll_once` = report + fetch + apply. The
+//! `run` loop only sleeps, backs off and stops on shutdown, so tests drive `poll_once` directly.
+
+use std::{collections::BTreeMap, future::Future, time::Duration};
+
+use crate::{
+    backoff::Backoff,
+    client::{ConfigPoll, ServerClient},
+    error::{AgentError, Result},
+    files::{PipelineFiles, PipelineId},
+    identity::Identity,
+    options::AgentOptions,
+    protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineConfig, PipelineReport},
+    reconcile,
+    runner::{RunMode, Runner},
+    sim_counters::SimSettings,
+    status::{PipelineStatus, RunningPipeline},
+};
+
+/// Poll interval before the server has told us one.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(15);
+/// Bounds on the server's `pollIntervalMs`, so a bad value can neither spin nor stall the agent.
+const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+const MAX_POLL_INTERVAL: Duration = Duration::from_secs(3600);
+/// How long a pipeline process gets to exit after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// What one `poll_once` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// 304: the desired state is unchanged; nothing was touched.
+    NotModified,
+    /// 200: the served state was applied.
+    Applied(ApplySummary),
+}
+
+/// Pipeline ids by what applying a config did to them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplySummary {
+    pub started: Vec<String>,
+    pub kept: Vec<String>,
+    pub rejected: Vec<String>,
+    pub stopped: Vec<String>,
+}
+
+/// A served config that was refused; the previously applied version (if any) keeps running.
+#[derive(Debug)]
+struct Rejection {
+    config: PipelineConfig,
+    message: String,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    runner: Option<Runner>,
+    rejection: Option<Rejection>,
+}
+
+impl Slot {
+    fn report(&self) -> Option<PipelineReport> {
+        if let Some(rejection) = &self.rejection {
+            return Some(PipelineReport {
+                pipeline_id: rejection.config.pipeline_id.clone(),
+                version: rejection.config.version,
+                status: PipelineStatus::Crashed.as_str().to_string(),
+                config_checksum: Some(rejection.config.checksum.clone()),
+                recent_logs: Some(vec![rejection.message.clone()]),
+                ..PipelineReport::default()
+            });
+        }
+        self.runner.as_ref().map(Runner::report)
+    }
+
+    fn view(&self) -> Option<RunningPipeline> {
+        if let Some(Rejection { config, .. }) = &self.rejection {
+            return Some(RunningPipeline {
+                pipeline_id: config.pipeline_id.clone(),
+                pipeline_name: config.pipeline_name.clone(),
+                version: config.version,
+                checksum: config.checksum.clone(),
+                status: PipelineStatus::Crashed,
+            });
+        }
+        self.runner.as_ref().map(Runner::view)
+    }
+}
+
+/// One enrolled node.
+#[derive(Debug)]
+pub struct Agent {
+    options: AgentOptions,
+    identity: Identity,
+    client: ServerClient,
+    files: PipelineFiles,
+    mode: RunMode,
+    slots: BTreeMap<String, Slot>,
+    /// STOPPED reports not yet delivered.
+    departed: Vec<PipelineReport>,
+    etag: Option<String>,
+    last_config: Option<ConfigResponse>,
+}
+
+impl Agent {
+    /// Loads `<data_dir>/identity.json`, or enrolls and stores it.
+    pub async fn start(options: AgentOptions) -> Result<Agent> {
+        let mode = match &options.command {
+            Some(command) => RunMode::Command(command.clone()),
+            None => RunMode::Record,
+        };
+        Self::start_with_mode(options, mode).await
+    }
+
+    /// Like `start`, but pipelines report synthetic counters instead of running a command.
+    pub async fn start_simulated(options: AgentOptions, settings: SimSettings) -> Result<Agent> {
+        Self::start_with_mode(options, RunMode::Simulate(settings)).await
+    }
+
+    async fn start_with_mode(options: AgentOptions, mode: RunMode) -> Result<Agent> {
+        let client = ServerClient::new(&options.server_url)?;
+        let identity = match Identity::load(&options.data_dir).await? {
+            Some(identity) => identity,
+            None => enroll(&client, &options).await?,
+        };
+        tracing::info!(node_id = %identity.node_id, hostname = %options.hostname, "agent ready");
+        Ok(Agent {
+            files: PipelineFiles::new(&options.data_dir),
+            options,
+            identity,
+            client,
+            mode,
+            slots: BTreeMap::new(),
+            departed: Vec::new(),
+            etag: None,
+            last_config: None,
+        })
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.identity.node_id
+    }
+
+    pub fn environment_id(&self) -> &str {
+        &self.identity.environment_id
+    }
+
+    pub fn hostname(&self) -> &str {
+        &self.options.hostname
+    }
+
+    /// The last 200 answer from `/api/agent/config`.
+    pub fn last_config(&self) -> Option<&ConfigResponse> {
+        self.last_config.as_ref()
+    }
+
+    /// Every pipeline this agent holds, by pipeline id.
+    pub fn running(&self) -> Vec<RunningPipeline> {
+        self.slots.values().filter_map(Slot::view).collect()
+    }
+
+    /// The override if set, else the server's `pollIntervalMs`, else 15 s.
+    pub fn poll_interval(&self) -> Duration {
+        if let Some(interval) = self.options.poll_interval_override {
+            return interval;
+        }
+        self.last_config
+            .as_ref()
+            .and_then(|c| u64::try_from(c.poll_interval_ms).ok())
+            .filter(|ms| *ms > 0)
+            .map_or(DEFAULT_POLL_INTERVAL, |ms| {
+                Duration::from_millis(ms).clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
+            })
+    }
+
+    /// Waits (up to `timeout`) for the pipeline's process to end, then returns its state.
+    /// Lets tests observe a crash without sleeping; `None` on timeout or unknown pipeline.
+    pub async fn wait_for_exit(
+        &self,
+        pipeline_id: &str,
+        timeout: Duration,
+    ) -> Option<RunningPipeline> {
+        let slot = self.slots.get(pipeline_id)?;
+        let runner = slot.runner.as_ref()?;
+        tokio::time::timeout(timeout, runner.wait_exit())
+            .await
+            .ok()?;
+        slot.view()
+    }
+
+    /// Reports current state and applies the desired state in one round trip.
+    pub async fn poll_once(&mut self) -> Result<PollOutcome> {
+        let heartbeat = self.heartbeat();
+        let answer = self
+            .client
+            .poll_config(&self.identity.node_token, &heartbeat, self.etag.as_deref())
+            .await?;
+        self.departed.clear();
+        match answer {
+            ConfigPoll::NotModified => Ok(PollOutcome::NotModified),
+            ConfigPoll::Changed { config, etag } => {
+                let summary = self.apply(&config).await;
+                self.etag = etag;
+                self.last_config = Some(config);
+                Ok(PollOutcome::Applied(summary))
+            }
+        }
+    }
+
+    /// Reports through `POST /api/agent/heartbeat` without polling for config.
+    pub async fn send_heartbeat(&mut self) -> Result<()> {
+        let heartbeat = self.heartbeat();
+        self.client
+            .heartbeat(&self.identity.node_token, &heartbeat)
+            .await?;
+        self.departed.clear();
+        Ok(())
+    }
+
+    /// Stops every pipeline process (files stay, so a restart can be inspected).
+    pub async fn stop_all(&mut self) {
+        for (_, slot) in std::mem::take(&mut self.slots) {
+            if let Some(runner) = slot.runner {
+                runner.stop(STOP_GRACE).await;
+            }
+        }
+    }
+
+    /// Polls until `shutdown` resolves, then stops all pipelines. Errors never end the loop:
+    /// a revoked token retries slowly, 429/503 honour `Retry-After`, the rest back off.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut backoff = Backoff::default();
+        loop {
+            let result = tokio::select! {
+                () = &mut shutdown => break,
+                result = self.poll_once() => result,
+            };
+            let delay = match result {
+                Ok(_) => {
+                    backoff.reset();
+                    self.poll_interval()
+                }
+                Err(error) => {
+                    let delay = backoff.next_delay(&error);
+                    if matches!(error, AgentError::Unauthorized) {
+                        tracing::error!(node_id = %self.node_id(), retry_in = ?delay, "{error}");
+                    } else {
+                        tracing::warn!(node_id = %self.node_id(), retry_in = ?delay, "poll failed: {error}");
+                    }
+                    delay
+                }
+            };
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+        tracing::info!(node_id = %self.node_id(), "shutting down; stopping pipelines");
+        self.stop_all().await;
+    }
+
+    fn heartbeat(&mut self) -> Heartbeat {
+        let mut pipelines = self.departed.clone();
+        for slot in self.slots.values_mut() {
+            if let Some(runner) = &mut slot.runner {
+                runner.on_heartbeat();
+            }
+            pipelines.extend(slot.report());
+        }
+        Heartbeat {
+            pipelines,
+            agent_version: Some(self.options.agent_version.clone()),
+            vector_version: None,
+            labels: (!self.options.labels.is_empty()).then(|| self.options.labels.clone()),
+            host_metrics: None,
+        }
+    }
+
+    async fn apply(&mut self, config: &ConfigResponse) -> ApplySummary {
+        let current = self
+            .slots
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.runner.as_ref().map(Runner::applied)))
+            .collect();
+        let plan = reconcile::plan(&current, &config.pipelines);
+        let mut summary = ApplySummary::default();
+        for id in plan.stop {
+            self.stop_pipeline(&id).await;
+            summary.stopped.push(id);
+        }
+        for (id, served) in plan.start {
+            let slot = self.slots.entry(served.pipeline_id.clone()).or_default();
+            if let Some(old) = slot.runner.take() {
+                old.stop(STOP_GRACE).await;
+            }
+            slot.rejection = None;
+            slot.runner = Some(Runner::start(&self.mode, &self.files, &id, served).await);
+            summary.started.push(id.to_string());
+        }
+        for id in plan.keep {
+            if let Some(slot) = self.slots.get_mut(&id) {
+                slot.rejection = None;
+            }
+            summary.kept.push(id);
+        }
+        for (served, message) in plan.reject {
+            tracing::error!(pipeline_id = %served.pipeline_id, version = served.version, "{message}");
+            summary.rejected.push(served.pipeline_id.clone());
+            let slot = self.slots.entry(served.pipeline_id.clone()).or_default();
+            slot.rejection = Some(Rejection {
+                config: served,
+                message,
+            });
+        }
+        self.remove_stale_files().await;
+        summary
+    }
+
+    async fn stop_pipeline(&mut self, id: &str) {
+        let Some(slot) = self.slots.remove(id) else {
+            return;
+        };
+        if let Some(runner) = slot.runner {
+            self.departed.push(runner.stop(STOP_GRACE).await);
+        }
+        if let Ok(id) = PipelineId::parse(id) {
+            if let Err(e) = self.files.remove(&id).await {
+                tracing::warn!(pipeline_id = %id, "could not remove config file: {e}");
+            }
+        }
+        tracing::info!(pipeline_id = %id, "pipeline stopped: no longer served");
+    }
+
+    /// Drops config files of pipelines this agent no longer holds (e.g. from before a restart).
+    async fn remove_stale_files(&self) {
+        let held: Vec<PipelineId> = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.runner.is_some())
+            .filter_map(|(id, _)| PipelineId::parse(id).ok())
+            .collect();
+        let keep: Vec<&PipelineId> = held.iter().collect();
+        if let Err(e) = self.files.remove_others(&keep).await {
+            tracing::warn!("could not clean the pipelines folder: {e}");
+        }
+    }
+}
+
+async fn enroll(client: &ServerClient, options: &AgentOptions) -> Result<Identity> {
+    if options.enrollment_token.is_empty() {
+        return Err(AgentError::MissingEnrollmentToken(options.data_dir.clone()));
+    }
+    let request = EnrollRequest {
+        token: options.enrollment_token.clone(),
+        hostname: options.hostname.clone(),
+        os: Some(std::env::consts::OS.to_string()),
+        agent_version: Some(options.agent_version.clone()),
+        vector_version: None,
+        labels: (!options.labels.is_empty()).then(|| options.labels.clone()),
+    };
+    let response = client.enroll(&request).await?;
+    let identity = Identity {
+        node_id: response.node_id,
+        node_token: response.node_token,
+        environment_id: response.environment_id,
+    };
+    identity.save(&options.data_dir).await?;
+    tracing::info!(
+        node_id = %identity.node_id,
+        environment = %response.environment_name,
+        "enrolled"
+    );
+    Ok(identity)
+}

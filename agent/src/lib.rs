@@ -1,0 +1,32 @@
+//! vf-agent: the node agent of VectorFlow. Enrolls with the control plane, polls for the
+//! pipelines this node should run, runs them (or simulates them), and reports their state.
+//!
+//! The library is what the server's integration tests drive: `Agent::poll_once` is one
+//! deterministic step, `Agent::run` the production loop around it.
+
+mod agent;
+mod backoff;
+mod checksum;
+mod client;
+mod directive;
+mod error;
+mod files;
+mod identity;
+mod options;
+mod process;
+pub mod protocol;
+mod reconcile;
+mod runner;
+mod sim_counters;
+mod simulate;
+mod status;
+pub mod template;
+
+pub use agent::{Agent, ApplySummary, PollOutcome, DEFAULT_POLL_INTERVAL};
+pub use backoff::{backoff_delay, retry_delay, MAX_DELAY};
+pub use checksum::sha256_hex;
+pub use error::{AgentError, Result};
+pub use options::AgentOptions;
+pub use sim_counters::{SimSettings, BYTES_PER_EVENT};
+pub use simulate::{SimulationOptions, Simulator};
+pub use status::{PipelineStatus, RunningPipeline};

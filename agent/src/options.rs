@@ -1,0 +1,53 @@
+//! How to start an agent; the CLI fills this from flags, tests build it directly.
+
+use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
+
+/// Everything `Agent::start` needs.
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// Base URL of the control plane, e.g. `http://127.0.0.1:3000`.
+    pub server_url: String,
+    /// Environment enrollment token; only used when `data_dir` holds no identity yet.
+    pub enrollment_token: String,
+    /// Holds `identity.json` and `pipelines/<pipelineId>.yaml`.
+    pub data_dir: PathBuf,
+    pub hostname: String,
+    pub labels: BTreeMap<String, String>,
+    /// Command template run per pipeline, `{config}` replaced by the YAML path, e.g.
+    /// `vector --config {config}`. `None` only records configs and reports them RUNNING.
+    pub command: Option<String>,
+    /// Overrides the server's `pollIntervalMs` (tests, load generation).
+    pub poll_interval_override: Option<Duration>,
+    pub agent_version: String,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            server_url: "http://127.0.0.1:3000".to_string(),
+            enrollment_token: String::new(),
+            data_dir: PathBuf::from("./data"),
+            hostname: "localhost".to_string(),
+            labels: BTreeMap::new(),
+            command: None,
+            poll_interval_override: None,
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// Hand-written so the enrollment token never reaches a log line.
+impl fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("server_url", &self.server_url)
+            .field("enrollment_token", &"<redacted>")
+            .field("data_dir", &self.data_dir)
+            .field("hostname", &self.hostname)
+            .field("labels", &self.labels)
+            .field("command", &self.command)
+            .field("poll_interval_override", &self.poll_interval_override)
+            .field("agent_version", &self.agent_version)
+            .finish()
+    }
+}

@@ -1,0 +1,11 @@
+//! Real agents against an in-test fake control plane.
+
+// Test helpers (not only #[test] fns) may panic on setup failure.
+#![allow(clippy::unwrap_used)]
+
+mod enrollment;
+mod fake_server;
+mod pipelines;
+mod polling;
+mod processes;
+mod simulation;

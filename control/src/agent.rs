@@ -1,0 +1,131 @@
+//! The server side of the vf-agent protocol: enrollment, node authentication and the config
+//! document a node is served.
+
+use serde_json::json;
+use vf_agent::protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
+
+use crate::audit::{self, AuditEntry};
+use crate::delivery::served_pipelines;
+use crate::fleet::{environment_for_enrollment_token, parse_labels, NodeRow, NODE_COLUMNS};
+use crate::ids::{new_id, new_token, sha256_hex, token_hash};
+use crate::{ControlError, Db, Result};
+
+/// Node kind of agents speaking this protocol.
+pub const KIND_VF_AGENT: &str = "vf-agent";
+
+fn optional_text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>> {
+    match value {
+        Some(v) if v.len() > max => Err(ControlError::invalid(
+            field,
+            format!("at most {max} characters"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Registers a node in the environment the enrollment token belongs to. The node token is
+/// returned this once and stored only as a hash.
+pub async fn enroll(
+    db: &Db,
+    req: EnrollRequest,
+    poll_interval_ms: i64,
+    now: i64,
+) -> Result<EnrollResponse> {
+    let env = environment_for_enrollment_token(db, &req.token).await?;
+    let hostname = req.hostname.trim().to_string();
+    if hostname.is_empty() || hostname.len() > 253 {
+        return Err(ControlError::invalid("hostname", "1-253 characters"));
+    }
+    let labels = parse_labels("labels", req.labels.unwrap_or_default())?;
+    let os = optional_text("os", req.os, 100)?;
+    let agent_version = optional_text("agentVersion", req.agent_version, 100)?;
+    let vector_version = optional_text("vectorVersion", req.vector_version, 100)?;
+    let node_id = new_id();
+    let node_token = new_token("vfn_");
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
+            vector_version, reported_labels, token_hash, poll_interval_ms, enrolled_at)
+         VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&node_id)
+    .bind(&env.id)
+    .bind(KIND_VF_AGENT)
+    .bind(&hostname)
+    .bind(&os)
+    .bind(&agent_version)
+    .bind(&vector_version)
+    .bind(serde_json::to_string(&labels)?)
+    .bind(token_hash(&node_token))
+    .bind(poll_interval_ms)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor: &format!("node:{node_id}"),
+            action: "node.enroll",
+            target_kind: "node",
+            target_id: &node_id,
+            environment_id: Some(&env.id),
+            details: json!({ "hostname": hostname, "labels": labels }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(node_id, hostname, environment = env.name, "node enrolled");
+    Ok(EnrollResponse {
+        node_id,
+        node_token,
+        environment_id: env.id,
+        environment_name: env.name,
+    })
+}
+
+/// The live node a node token belongs to.
+pub async fn node_for_token(db: &Db, token: &str) -> Result<NodeRow> {
+    sqlx::query_as::<_, NodeRow>(crate::sql!(
+        "SELECT {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
+    ))
+    .bind(token_hash(token))
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or(ControlError::Unauthorized)
+}
+
+/// The config document for a node, with its ETag (sha256 of the document, so it changes
+/// exactly when what the node is served changes). Also returns each pipeline's served kind
+/// for metrics.
+pub async fn config_for_node(
+    db: &Db,
+    node: &NodeRow,
+    poll_interval_ms: i64,
+) -> Result<(ConfigResponse, String, Vec<&'static str>)> {
+    let served = served_pipelines(db, node).await?;
+    let kinds = served.iter().map(|s| s.served.kind()).collect();
+    let pipelines = served
+        .into_iter()
+        .filter_map(|s| {
+            s.version.map(|v| PipelineConfig {
+                pipeline_id: s.pipeline.id,
+                pipeline_name: s.pipeline.name,
+                version: v.version,
+                config_yaml: v.config_yaml,
+                checksum: v.checksum,
+                log_level: s.pipeline.log_level,
+            })
+        })
+        .collect();
+    let doc = ConfigResponse {
+        pipelines,
+        poll_interval_ms,
+        secret_backend: "BUILTIN".into(),
+    };
+    let etag = format!(
+        "\"{}\"",
+        &sha256_hex(serde_json::to_string(&doc)?.as_bytes())[..32]
+    );
+    Ok((doc, etag, kinds))
+}

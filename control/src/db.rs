@@ -1,0 +1,140 @@
+//! The database: one SQLite file by default, PostgreSQL when `DATABASE_URL` says so.
+//!
+//! Both dialects go through sqlx's `Any` driver with `$1` placeholders and simple column
+//! types (i64, f64, String). SQLite runs with a single connection: every write is then
+//! serialised in-process, so transactions never fail with `SQLITE_BUSY`; PostgreSQL gets a
+//! real pool, and races between replicas are settled by row versions and unique indexes.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+/// Which SQL dialect the pool speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// The shared handle to the database.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub dialect: Dialect,
+}
+
+impl Db {
+    /// Connects (creating a SQLite file if missing) and applies pending migrations.
+    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        sqlx::any::install_default_drivers();
+        let dialect = dialect_of(url)?;
+        let pool = match dialect {
+            Dialect::Sqlite => {
+                let url = sqlite_url_creating_file(url);
+                let options = AnyConnectOptions::from_str(&url)
+                    .with_context(|| "DATABASE_URL is not a valid sqlite URL".to_string())?;
+                AnyPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA journal_mode = WAL").await?;
+                            conn.execute("PRAGMA busy_timeout = 5000").await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            conn.execute("PRAGMA synchronous = NORMAL").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options)
+                    .await
+                    .context("opening the SQLite database")?
+            }
+            Dialect::Postgres => AnyPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+                .await
+                .context("connecting to PostgreSQL")?,
+        };
+        let db = Db { pool, dialect };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        match self.dialect {
+            Dialect::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&self.pool).await,
+            Dialect::Postgres => {
+                sqlx::migrate!("../migrations/postgres")
+                    .run(&self.pool)
+                    .await
+            }
+        }
+        .context("applying database migrations")
+    }
+
+    /// True when the database answers a trivial query (`/readyz`).
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+fn dialect_of(url: &str) -> anyhow::Result<Dialect> {
+    if url.starts_with("sqlite:") {
+        Ok(Dialect::Sqlite)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Dialect::Postgres)
+    } else {
+        anyhow::bail!("DATABASE_URL must start with sqlite: or postgres://")
+    }
+}
+
+/// Adds `mode=rwc` so the SQLite file is created on first start.
+fn sqlite_url_creating_file(url: &str) -> String {
+    if url.contains("mode=") || url.contains(":memory:") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls_choose_their_dialect_or_are_refused() {
+        assert_eq!(dialect_of("sqlite://vf.db").ok(), Some(Dialect::Sqlite));
+        assert_eq!(
+            dialect_of("postgres://u@localhost/db").ok(),
+            Some(Dialect::Postgres)
+        );
+        assert!(dialect_of("mysql://x").is_err());
+    }
+
+    #[test]
+    fn sqlite_urls_create_the_file_unless_a_mode_is_given() {
+        assert_eq!(
+            sqlite_url_creating_file("sqlite://a.db"),
+            "sqlite://a.db?mode=rwc"
+        );
+        assert_eq!(
+            sqlite_url_creating_file("sqlite://a.db?mode=ro"),
+            "sqlite://a.db?mode=ro"
+        );
+    }
+}
+
+/// A query string assembled from trusted constants (column lists), never from input:
+/// `sql!("SELECT {COLUMNS} FROM t WHERE id = $1")`. Values always go through binds.
+#[macro_export]
+macro_rules! sql {
+    ($($t:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($t)*))
+    };
+}

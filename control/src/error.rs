@@ -1,0 +1,43 @@
+//! The service layer's one error type. Routes and server functions map it once to a status
+//! code; internal causes are logged there, never shown to a client.
+
+/// Every failure the service layer reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// Bad input: `field` names what to fix.
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The request is valid but the current state forbids it (a release in flight, a lost
+    /// compare-and-set race, a name already taken).
+    #[error("{0}")]
+    Conflict(String),
+    #[error("invalid or revoked token")]
+    Unauthorized,
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ControlError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ControlError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Internal(anyhow::Error::new(e).context("database"))
+    }
+}
+
+impl From<serde_json::Error> for ControlError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Internal(anyhow::Error::new(e).context("stored json"))
+    }
+}
+
+pub type Result<T, E = ControlError> = std::result::Result<T, E>;

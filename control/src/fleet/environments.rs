@@ -1,0 +1,223 @@
+//! Environments (fleet boundaries) and their agent enrollment tokens.
+
+use serde_json::json;
+
+use crate::audit::{self, AuditEntry};
+use crate::ids::{new_id, new_token, token_hash, token_prefix};
+use crate::{ControlError, Db, Result};
+
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Environment {
+    pub id: String,
+    pub name: String,
+    pub created_at: i64,
+}
+
+/// An enrollment token as listed: never the token itself, only its prefix.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct EnrollmentTokenRow {
+    pub id: String,
+    pub environment_id: String,
+    pub prefix: String,
+    pub label: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// Environment names are short slugs: they appear in URLs, logs and labels.
+pub fn parse_environment_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(ControlError::invalid(
+            "name",
+            "1-64 characters of letters, digits, '-' or '_'",
+        ))
+    }
+}
+
+pub async fn list_environments(db: &Db) -> Result<Vec<Environment>> {
+    Ok(sqlx::query_as::<_, Environment>(
+        "SELECT id, name, created_at FROM environments ORDER BY name",
+    )
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+pub async fn get_environment(db: &Db, id: &str) -> Result<Environment> {
+    sqlx::query_as::<_, Environment>("SELECT id, name, created_at FROM environments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .ok_or_else(|| ControlError::NotFound(format!("environment {id}")))
+}
+
+async fn find_environment_by_name(db: &Db, name: &str) -> Result<Option<Environment>> {
+    Ok(sqlx::query_as::<_, Environment>(
+        "SELECT id, name, created_at FROM environments WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_optional(&db.pool)
+    .await?)
+}
+
+/// Creates an environment; a taken name is a conflict.
+pub async fn create_environment(db: &Db, actor: &str, name: &str, now: i64) -> Result<Environment> {
+    let name = parse_environment_name(name)?;
+    if find_environment_by_name(db, &name).await?.is_some() {
+        return Err(ControlError::Conflict(format!(
+            "an environment named {name} already exists"
+        )));
+    }
+    let env = Environment {
+        id: new_id(),
+        name,
+        created_at: now,
+    };
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("INSERT INTO environments (id, name, created_at) VALUES ($1, $2, $3)")
+        .bind(&env.id)
+        .bind(&env.name)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "environment.create",
+            target_kind: "environment",
+            target_id: &env.id,
+            environment_id: Some(&env.id),
+            details: json!({ "name": env.name }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(env)
+}
+
+/// The environment with this name, created if missing (start-up bootstrap; idempotent).
+pub async fn ensure_environment(db: &Db, name: &str, now: i64) -> Result<Environment> {
+    let name = parse_environment_name(name)?;
+    if let Some(env) = find_environment_by_name(db, &name).await? {
+        return Ok(env);
+    }
+    match create_environment(db, "system", &name, now).await {
+        // Another replica created it between our read and our write.
+        Err(ControlError::Conflict(_)) | Err(ControlError::Internal(_)) => {
+            find_environment_by_name(db, &name)
+                .await?
+                .ok_or_else(|| ControlError::NotFound(format!("environment {name}")))
+        }
+        other => other,
+    }
+}
+
+/// Registers an enrollment token. With `token` given (bootstrap) it is idempotent: the same
+/// value registers once. Returns the token row and, when freshly minted, the token itself,
+/// which is never retrievable again.
+pub async fn create_enrollment_token(
+    db: &Db,
+    actor: &str,
+    environment_id: &str,
+    token: Option<&str>,
+    label: &str,
+    now: i64,
+) -> Result<(EnrollmentTokenRow, Option<String>)> {
+    let (value, minted) = match token {
+        Some(t) if t.len() < 16 => {
+            return Err(ControlError::invalid(
+                "token",
+                "enrollment tokens must be at least 16 characters",
+            ))
+        }
+        Some(t) => (t.to_string(), false),
+        None => (new_token("vfe_"), true),
+    };
+    let hash = token_hash(&value);
+    if let Some(existing) = sqlx::query_as::<_, EnrollmentTokenRow>(
+        "SELECT id, environment_id, prefix, label, created_at, revoked_at
+         FROM enrollment_tokens WHERE token_hash = $1",
+    )
+    .bind(&hash)
+    .fetch_optional(&db.pool)
+    .await?
+    {
+        if existing.environment_id != environment_id {
+            return Err(ControlError::Conflict(
+                "that token is already registered to another environment".into(),
+            ));
+        }
+        return Ok((existing, None));
+    }
+    let row = EnrollmentTokenRow {
+        id: new_id(),
+        environment_id: environment_id.to_string(),
+        prefix: token_prefix(&value),
+        label: label.to_string(),
+        created_at: now,
+        revoked_at: None,
+    };
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO enrollment_tokens (id, environment_id, token_hash, prefix, label, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&row.id)
+    .bind(&row.environment_id)
+    .bind(&hash)
+    .bind(&row.prefix)
+    .bind(&row.label)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "enrollment_token.create",
+            target_kind: "enrollment_token",
+            target_id: &row.id,
+            environment_id: Some(environment_id),
+            details: json!({ "prefix": row.prefix, "label": row.label }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((row, minted.then_some(value)))
+}
+
+pub async fn list_enrollment_tokens(
+    db: &Db,
+    environment_id: &str,
+) -> Result<Vec<EnrollmentTokenRow>> {
+    Ok(sqlx::query_as::<_, EnrollmentTokenRow>(
+        "SELECT id, environment_id, prefix, label, created_at, revoked_at
+         FROM enrollment_tokens WHERE environment_id = $1 ORDER BY created_at",
+    )
+    .bind(environment_id)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+/// The environment a live (unrevoked) enrollment token belongs to.
+pub async fn environment_for_enrollment_token(db: &Db, token: &str) -> Result<Environment> {
+    sqlx::query_as::<_, Environment>(
+        "SELECT e.id, e.name, e.created_at FROM enrollment_tokens t
+         JOIN environments e ON e.id = t.environment_id
+         WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
+    )
+    .bind(token_hash(token))
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or(ControlError::Unauthorized)
+}

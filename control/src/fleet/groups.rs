@@ -1,0 +1,127 @@
+//! Node groups: named label criteria. No membership table: a node is in a group when its
+//! labels match every criterion.
+
+use serde_json::json;
+
+use super::labels::{self, parse_labels, Labels};
+use crate::audit::{self, AuditEntry};
+use crate::ids::new_id;
+use crate::{ControlError, Db, Result};
+
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct NodeGroupRow {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub criteria: String,
+    pub created_at: i64,
+}
+
+impl NodeGroupRow {
+    pub fn criteria(&self) -> Labels {
+        labels::from_json(&self.criteria)
+    }
+}
+
+pub async fn list_node_groups(db: &Db, environment_id: &str) -> Result<Vec<NodeGroupRow>> {
+    Ok(sqlx::query_as::<_, NodeGroupRow>(
+        "SELECT id, environment_id, name, criteria, created_at FROM node_groups
+         WHERE environment_id = $1 ORDER BY name",
+    )
+    .bind(environment_id)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+pub async fn get_node_group(db: &Db, id: &str) -> Result<NodeGroupRow> {
+    sqlx::query_as::<_, NodeGroupRow>(
+        "SELECT id, environment_id, name, criteria, created_at FROM node_groups WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| ControlError::NotFound(format!("node group {id}")))
+}
+
+pub async fn create_node_group(
+    db: &Db,
+    actor: &str,
+    environment_id: &str,
+    name: &str,
+    criteria: Labels,
+    now: i64,
+) -> Result<NodeGroupRow> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > 100 {
+        return Err(ControlError::invalid("name", "1-100 characters"));
+    }
+    let criteria = parse_labels("criteria", criteria)?;
+    let taken = sqlx::query("SELECT id FROM node_groups WHERE environment_id = $1 AND name = $2")
+        .bind(environment_id)
+        .bind(name)
+        .fetch_optional(&db.pool)
+        .await?;
+    if taken.is_some() {
+        return Err(ControlError::Conflict(format!(
+            "a node group named {name} already exists in this environment"
+        )));
+    }
+    let row = NodeGroupRow {
+        id: new_id(),
+        environment_id: environment_id.to_string(),
+        name: name.to_string(),
+        criteria: labels::to_json(&criteria),
+        created_at: now,
+    };
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO node_groups (id, environment_id, name, criteria, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&row.id)
+    .bind(&row.environment_id)
+    .bind(&row.name)
+    .bind(&row.criteria)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "node_group.create",
+            target_kind: "node_group",
+            target_id: &row.id,
+            environment_id: Some(environment_id),
+            details: json!({ "name": row.name, "criteria": criteria }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+pub async fn delete_node_group(db: &Db, actor: &str, id: &str, now: i64) -> Result<()> {
+    let row = get_node_group(db, id).await?;
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("DELETE FROM node_groups WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "node_group.delete",
+            target_kind: "node_group",
+            target_id: id,
+            environment_id: Some(&row.environment_id),
+            details: json!({ "name": row.name, "criteria": row.criteria() }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

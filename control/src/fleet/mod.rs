@@ -1,0 +1,13 @@
+//! The fleet: environments, their enrollment tokens, nodes and node groups.
+
+mod environments;
+mod groups;
+mod labels;
+mod nodes;
+mod status;
+
+pub use environments::*;
+pub use groups::*;
+pub use labels::{parse_labels, Labels};
+pub use nodes::*;
+pub use status::{derive_status, NodeStatus};

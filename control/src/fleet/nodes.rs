@@ -1,0 +1,176 @@
+//! Nodes: one agent in one environment.
+
+use serde_json::json;
+
+use super::labels::{self, parse_labels, Labels};
+use super::status::{derive_status, NodeStatus};
+use crate::audit::{self, AuditEntry};
+use crate::{ControlError, Db, Result};
+
+/// A node as stored.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct NodeRow {
+    pub id: String,
+    pub environment_id: String,
+    pub kind: String,
+    pub name: String,
+    pub hostname: String,
+    pub os: Option<String>,
+    pub agent_version: Option<String>,
+    pub vector_version: Option<String>,
+    pub reported_labels: String,
+    pub operator_labels: String,
+    pub poll_interval_ms: i64,
+    pub enrolled_at: i64,
+    pub last_seen_at: Option<i64>,
+    pub disconnected_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+pub(crate) const NODE_COLUMNS: &str =
+    "id, environment_id, kind, name, hostname, os, agent_version, \
+    vector_version, reported_labels, operator_labels, poll_interval_ms, enrolled_at, \
+    last_seen_at, disconnected_at, revoked_at";
+
+impl NodeRow {
+    /// The labels selection uses: what the agent reports, overridden by what operators set.
+    pub fn labels(&self) -> Labels {
+        let mut merged = labels::from_json(&self.reported_labels);
+        merged.extend(labels::from_json(&self.operator_labels));
+        merged
+    }
+
+    pub fn operator_labels(&self) -> Labels {
+        labels::from_json(&self.operator_labels)
+    }
+
+    pub fn is_disconnected(&self) -> bool {
+        matches!((self.disconnected_at, self.last_seen_at), (Some(d), Some(s)) if d >= s)
+    }
+}
+
+/// One node's report for one pipeline (NodePipelineStatus).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PipelineStatusRow {
+    pub node_id: String,
+    pub pipeline_id: String,
+    pub version: Option<i64>,
+    pub status: String,
+    pub events_in: i64,
+    pub events_out: i64,
+    pub errors_total: i64,
+    pub events_discarded: i64,
+    pub bytes_in: i64,
+    pub bytes_out: i64,
+    pub uptime_seconds: Option<i64>,
+    pub pid: Option<i64>,
+    pub config_checksum: Option<String>,
+    pub message: Option<String>,
+    pub updated_at: i64,
+}
+
+pub(crate) const STATUS_COLUMNS: &str = "node_id, pipeline_id, version, status, events_in, \
+    events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds, pid, \
+    config_checksum, message, updated_at";
+
+/// A node with everything the fleet view shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeView {
+    pub node: NodeRow,
+    pub labels: Labels,
+    pub status: NodeStatus,
+    pub pipelines: Vec<PipelineStatusRow>,
+}
+
+pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
+    Ok(sqlx::query_as::<_, NodeRow>(crate::sql!(
+        "SELECT {NODE_COLUMNS} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL ORDER BY name, id"
+    ))
+    .bind(environment_id)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
+    sqlx::query_as::<_, NodeRow>(crate::sql!(
+        "SELECT {NODE_COLUMNS} FROM nodes WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| ControlError::NotFound(format!("node {id}")))
+}
+
+/// The fleet view of an environment: nodes with labels, derived status and pipeline reports.
+pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeView>> {
+    let nodes = list_nodes(db, environment_id).await?;
+    let statuses = sqlx::query_as::<_, PipelineStatusRow>(crate::sql!(
+        "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
+         WHERE n.environment_id = $1 ORDER BY s.pipeline_id",
+        STATUS_COLUMNS
+            .split(", ")
+            .map(|c| format!("s.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+    .bind(environment_id)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(nodes
+        .into_iter()
+        .map(|node| {
+            let pipelines: Vec<PipelineStatusRow> = statuses
+                .iter()
+                .filter(|s| s.node_id == node.id)
+                .cloned()
+                .collect();
+            let names: Vec<&str> = pipelines.iter().map(|p| p.status.as_str()).collect();
+            let status = derive_status(
+                now,
+                node.last_seen_at,
+                node.is_disconnected(),
+                node.poll_interval_ms,
+                &names,
+            );
+            NodeView {
+                labels: node.labels(),
+                status,
+                pipelines,
+                node,
+            }
+        })
+        .collect())
+}
+
+/// Operators set labels that win over what the agent reports.
+pub async fn set_operator_labels(
+    db: &Db,
+    actor: &str,
+    node_id: &str,
+    labels: Labels,
+    now: i64,
+) -> Result<NodeRow> {
+    let labels = parse_labels("labels", labels)?;
+    let node = get_node(db, node_id).await?;
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("UPDATE nodes SET operator_labels = $1 WHERE id = $2")
+        .bind(labels::to_json(&labels))
+        .bind(node_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "node.labels",
+            target_kind: "node",
+            target_id: node_id,
+            environment_id: Some(&node.environment_id),
+            details: json!({ "before": node.operator_labels(), "after": labels }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    get_node(db, node_id).await
+}

@@ -1,0 +1,52 @@
+//! [`Control`]: the one handle the HTTP routes, the server functions and the scheduler share.
+
+use std::sync::Arc;
+
+use crate::{Clock, Db};
+
+/// Settings the service layer needs at run time (validated at start-up by the server).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How often agents are told to poll, in milliseconds.
+    pub poll_interval_ms: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 5_000,
+        }
+    }
+}
+
+/// Database, clock and settings. Cheap to clone.
+#[derive(Clone)]
+pub struct Control {
+    pub db: Db,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Arc<Settings>,
+}
+
+impl Control {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        Self {
+            db,
+            clock,
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// Now, in unix milliseconds, from the injected clock.
+    pub fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("dialect", &self.db.dialect)
+            .field("settings", &self.settings)
+            .finish()
+    }
+}

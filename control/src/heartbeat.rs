@@ -1,0 +1,305 @@
+//! Heartbeats: per-pipeline status and cumulative counters become NodePipelineStatus rows,
+//! per-minute deltas per node and pipeline, and per-minute pipeline aggregates.
+
+use std::collections::HashSet;
+
+use vf_agent::protocol::{Heartbeat, PipelineReport};
+
+use crate::fleet::{parse_labels, NodeRow, PipelineStatusRow, STATUS_COLUMNS};
+use crate::{ControlError, Db, Result};
+
+/// Longest process status kept; longer values are cut, never refused.
+const MAX_STATUS_LEN: usize = 64;
+const MAX_REPORTS: usize = 500;
+
+/// The counters of one report, checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub events_in: i64,
+    pub events_out: i64,
+    pub errors: i64,
+    pub discarded: i64,
+    pub bytes_in: i64,
+    pub bytes_out: i64,
+}
+
+impl Counters {
+    fn from_report(i: usize, r: &PipelineReport) -> Result<Counters> {
+        let get = |name: &str, v: Option<i64>| -> Result<i64> {
+            match v {
+                Some(n) if n < 0 => Err(ControlError::invalid(
+                    format!("pipelines[{i}].{name}"),
+                    "counters are cumulative and cannot be negative",
+                )),
+                v => Ok(v.unwrap_or(0)),
+            }
+        };
+        Ok(Counters {
+            events_in: get("eventsIn", r.events_in)?,
+            events_out: get("eventsOut", r.events_out)?,
+            errors: get("errorsTotal", r.errors_total)?,
+            discarded: get("eventsDiscarded", r.events_discarded)?,
+            bytes_in: get("bytesIn", r.bytes_in)?,
+            bytes_out: get("bytesOut", r.bytes_out)?,
+        })
+    }
+
+    fn of_status(s: &PipelineStatusRow) -> Counters {
+        Counters {
+            events_in: s.events_in,
+            events_out: s.events_out,
+            errors: s.errors_total,
+            discarded: s.events_discarded,
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+        }
+    }
+
+    /// What happened since `previous`. A counter that went down means the process restarted,
+    /// so its new value is the delta.
+    pub fn delta_since(self, previous: Option<Counters>) -> Counters {
+        let Some(p) = previous else { return self };
+        let d = |now: i64, before: i64| if now >= before { now - before } else { now };
+        Counters {
+            events_in: d(self.events_in, p.events_in),
+            events_out: d(self.events_out, p.events_out),
+            errors: d(self.errors, p.errors),
+            discarded: d(self.discarded, p.discarded),
+            bytes_in: d(self.bytes_in, p.bytes_in),
+            bytes_out: d(self.bytes_out, p.bytes_out),
+        }
+    }
+}
+
+/// The start of the minute `now` falls in.
+pub fn minute_of(now: i64) -> i64 {
+    now - now.rem_euclid(60_000)
+}
+
+fn cut_status(s: &str) -> String {
+    let s = s.trim();
+    if s.len() <= MAX_STATUS_LEN {
+        return s.to_string();
+    }
+    let mut end = MAX_STATUS_LEN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// Records a heartbeat: node facts, then each report for a pipeline of the node's
+/// environment (reports for unknown pipelines are ignored), all in one transaction.
+pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<()> {
+    if hb.pipelines.len() > MAX_REPORTS {
+        return Err(ControlError::invalid(
+            "pipelines",
+            format!("at most {MAX_REPORTS} reports"),
+        ));
+    }
+    let labels = match hb.labels {
+        Some(l) => Some(serde_json::to_string(&parse_labels("labels", l)?)?),
+        None => None,
+    };
+    let mut checked = Vec::with_capacity(hb.pipelines.len());
+    for (i, r) in hb.pipelines.iter().enumerate() {
+        checked.push((r, Counters::from_report(i, r)?));
+    }
+    let known: HashSet<String> =
+        sqlx::query_scalar::<_, String>("SELECT id FROM pipelines WHERE environment_id = $1")
+            .bind(&node.environment_id)
+            .fetch_all(&db.pool)
+            .await?
+            .into_iter()
+            .collect();
+    let host_metrics = hb.host_metrics.map(|v| v.to_string());
+    let minute = minute_of(now);
+
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "UPDATE nodes SET last_seen_at = $1,
+            agent_version = COALESCE($2, agent_version),
+            vector_version = COALESCE($3, vector_version),
+            reported_labels = COALESCE($4, reported_labels),
+            host_metrics = COALESCE($5, host_metrics)
+         WHERE id = $6",
+    )
+    .bind(now)
+    .bind(hb.agent_version)
+    .bind(hb.vector_version)
+    .bind(labels)
+    .bind(host_metrics)
+    .bind(&node.id)
+    .execute(&mut *tx)
+    .await?;
+
+    for (report, counters) in checked {
+        if !known.contains(&report.pipeline_id) {
+            continue;
+        }
+        let previous = sqlx::query_as::<_, PipelineStatusRow>(crate::sql!(
+            "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1 AND pipeline_id = $2"
+        ))
+        .bind(&node.id)
+        .bind(&report.pipeline_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let delta = counters.delta_since(previous.as_ref().map(Counters::of_status));
+        let logs = report
+            .recent_logs
+            .as_ref()
+            .map(|l| serde_json::to_string(&l.iter().rev().take(20).rev().collect::<Vec<_>>()))
+            .transpose()?;
+        sqlx::query(
+            "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
+                events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds,
+                pid, config_checksum, recent_logs, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             ON CONFLICT (node_id, pipeline_id) DO UPDATE SET version = excluded.version,
+                status = excluded.status, events_in = excluded.events_in,
+                events_out = excluded.events_out, errors_total = excluded.errors_total,
+                events_discarded = excluded.events_discarded, bytes_in = excluded.bytes_in,
+                bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
+                pid = excluded.pid, config_checksum = excluded.config_checksum,
+                recent_logs = excluded.recent_logs, updated_at = excluded.updated_at",
+        )
+        .bind(&node.id)
+        .bind(&report.pipeline_id)
+        .bind(report.version)
+        .bind(cut_status(&report.status))
+        .bind(counters.events_in)
+        .bind(counters.events_out)
+        .bind(counters.errors)
+        .bind(counters.discarded)
+        .bind(counters.bytes_in)
+        .bind(counters.bytes_out)
+        .bind(report.uptime_seconds)
+        .bind(report.pid)
+        .bind(&report.config_checksum)
+        .bind(logs)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if delta == Counters::default() {
+            continue;
+        }
+        sqlx::query(
+            "INSERT INTO node_pipeline_metrics (node_id, pipeline_id, version, minute, events_in,
+                events_out, errors, events_discarded, bytes_in, bytes_out)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET
+                events_in = node_pipeline_metrics.events_in + excluded.events_in,
+                events_out = node_pipeline_metrics.events_out + excluded.events_out,
+                errors = node_pipeline_metrics.errors + excluded.errors,
+                events_discarded = node_pipeline_metrics.events_discarded + excluded.events_discarded,
+                bytes_in = node_pipeline_metrics.bytes_in + excluded.bytes_in,
+                bytes_out = node_pipeline_metrics.bytes_out + excluded.bytes_out",
+        )
+        .bind(&node.id)
+        .bind(&report.pipeline_id)
+        .bind(report.version)
+        .bind(minute)
+        .bind(delta.events_in)
+        .bind(delta.events_out)
+        .bind(delta.errors)
+        .bind(delta.discarded)
+        .bind(delta.bytes_in)
+        .bind(delta.bytes_out)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO pipeline_metrics (pipeline_id, minute, events_in, events_out, errors,
+                events_discarded, bytes_in, bytes_out)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (pipeline_id, minute) DO UPDATE SET
+                events_in = pipeline_metrics.events_in + excluded.events_in,
+                events_out = pipeline_metrics.events_out + excluded.events_out,
+                errors = pipeline_metrics.errors + excluded.errors,
+                events_discarded = pipeline_metrics.events_discarded + excluded.events_discarded,
+                bytes_in = pipeline_metrics.bytes_in + excluded.bytes_in,
+                bytes_out = pipeline_metrics.bytes_out + excluded.bytes_out",
+        )
+        .bind(&report.pipeline_id)
+        .bind(minute)
+        .bind(delta.events_in)
+        .bind(delta.events_out)
+        .bind(delta.errors)
+        .bind(delta.discarded)
+        .bind(delta.bytes_in)
+        .bind(delta.bytes_out)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Marks the node as seen (a poll without a heartbeat body).
+pub async fn touch(db: &Db, node: &NodeRow, now: i64) -> Result<()> {
+    sqlx::query("UPDATE nodes SET last_seen_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(&node.id)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}
+
+/// One per-minute aggregate row of a pipeline.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct MinuteRow {
+    pub minute: i64,
+    pub events_in: i64,
+    pub events_out: i64,
+    pub errors: i64,
+}
+
+/// A pipeline's per-minute aggregates from `since` on, oldest first.
+pub async fn pipeline_minutes(db: &Db, pipeline_id: &str, since: i64) -> Result<Vec<MinuteRow>> {
+    Ok(sqlx::query_as::<_, MinuteRow>(
+        "SELECT minute, events_in, events_out, errors FROM pipeline_metrics
+         WHERE pipeline_id = $1 AND minute >= $2 ORDER BY minute",
+    )
+    .bind(pipeline_id)
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(events_in: i64) -> Counters {
+        Counters {
+            events_in,
+            ..Counters::default()
+        }
+    }
+
+    #[test]
+    fn a_growing_counter_yields_the_difference() {
+        assert_eq!(c(150).delta_since(Some(c(100))), c(50));
+    }
+
+    #[test]
+    fn a_counter_that_went_down_means_a_restart_and_counts_whole() {
+        assert_eq!(c(30).delta_since(Some(c(100))), c(30));
+    }
+
+    #[test]
+    fn the_first_report_counts_whole() {
+        assert_eq!(c(42).delta_since(None), c(42));
+    }
+
+    #[test]
+    fn minutes_are_floored_to_the_minute() {
+        assert_eq!(minute_of(125_000), 120_000);
+    }
+
+    #[test]
+    fn an_overlong_status_is_cut_not_refused() {
+        let long = "X".repeat(100);
+        assert_eq!(cut_status(&long).len(), MAX_STATUS_LEN);
+        assert_eq!(cut_status("WARMING_UP"), "WARMING_UP");
+    }
+}

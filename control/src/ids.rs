@@ -1,0 +1,47 @@
+//! Identifiers and secrets: ids are UUIDv7 strings; tokens are random, shown once, and
+//! stored only as their sha256.
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+/// A new time-ordered id.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// A new secret token with a readable prefix (`vfe_` enrollment, `vfn_` node, `vfa_` API).
+pub fn new_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+/// What the database stores instead of a token.
+pub fn token_hash(token: &str) -> String {
+    sha256_hex(token.as_bytes())
+}
+
+/// Lowercase hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The first characters of a token, safe to show in lists.
+pub fn token_prefix(token: &str) -> String {
+    token.chars().take(10).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_unique_and_hash_to_sha256_hex() {
+        let a = new_token("vfn_");
+        let b = new_token("vfn_");
+        assert_ne!(a, b);
+        assert!(a.starts_with("vfn_"));
+        assert_eq!(token_hash(&a).len(), 64);
+        assert_ne!(token_hash(&a), a);
+    }
+}

@@ -1,0 +1,23 @@
+//! The service layer of VectorFlow: everything the HTTP routes and the server functions of
+//! the web app do, minus parsing and rendering. Rules (what is allowed, who is served what)
+//! come from `vf-rules`; this crate reads and writes the database around them.
+
+pub mod agent;
+pub mod audit;
+pub mod clock;
+pub mod db;
+pub mod delivery;
+pub mod error;
+pub mod fleet;
+pub mod handle;
+pub mod heartbeat;
+pub mod ids;
+pub mod pipelines;
+pub mod releases;
+#[doc(hidden)]
+pub mod testing;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use db::Db;
+pub use error::{ControlError, Result};
+pub use handle::{Control, Settings};

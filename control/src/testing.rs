@@ -1,0 +1,48 @@
+//! Test databases: a temporary SQLite file, or a fresh uniquely named PostgreSQL database
+//! created through `VF_TEST_POSTGRES_URL` (set by `scripts/postgres.sh` via `make test`).
+
+use crate::Db;
+
+/// A database that lives as long as this value (the SQLite file is deleted on drop).
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("vf.db").display());
+        TestDb {
+            url,
+            _dir: Some(dir),
+        }
+    }
+
+    /// A fresh database on the local PostgreSQL. Panics with instructions when the server
+    /// is not configured: a PostgreSQL test must never pass by not running.
+    pub async fn postgres() -> TestDb {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        let admin = std::env::var("VF_TEST_POSTGRES_URL").expect(
+            "VF_TEST_POSTGRES_URL is not set: run `make test`, or `scripts/postgres.sh` and export the URL it prints",
+        );
+        let name = format!("vf_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::AnyConnection::connect(&admin)
+            .await
+            .expect("connect to VF_TEST_POSTGRES_URL");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
+        TestDb {
+            url: format!("{base}/{name}"),
+            _dir: None,
+        }
+    }
+
+    pub async fn connect(&self) -> Db {
+        Db::connect(&self.url).await.expect("connect test database")
+    }
+}

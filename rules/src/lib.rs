@@ -1,0 +1,43 @@
+//! The rollout engine's rules, as plain functions over plain data.
+//!
+//! Everything that decides *what* happens to a release lives here so that the server, the
+//! scheduler, both agent config paths and the browser editor (this crate compiles to
+//! `wasm32-unknown-unknown`) agree by construction. Nothing here reads a clock, a database or
+//! the network: time arrives as `i64` unix milliseconds and fetched data arrives as arguments.
+//!
+//! One rule per file, tests at the bottom of each:
+//! - [`percent`]: the exact hundredths type behind percentage selectors.
+//! - [`plan`]: parsing a rollout plan (and a plan-less canary) from its wire JSON.
+//! - [`select`]: which nodes a stage targets.
+//! - [`fencing`]: which version a node is served while a release is in flight.
+//! - [`gates`]: gate verdicts from already-fetched inputs.
+//! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
+//! - [`release`]: release statuses, operator actions and what happens when a bake ends.
+
+pub mod fencing;
+pub mod gates;
+pub mod percent;
+pub mod plan;
+pub mod promql;
+pub mod release;
+pub mod select;
+
+pub use fencing::{served, InFlight, Served};
+pub use gates::{
+    all_passed, custom_promql, error_rate, evaluate, evaluate_stage, promql_queries,
+    throughput_drop, ErrorCounts, GateInputs, GateResult, PromQlOutcome, Verdict,
+};
+pub use percent::Percent;
+pub use plan::{
+    parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, PlanError, RolloutPlan,
+    Selector, Stage,
+};
+pub use promql::parse_promql_response;
+pub use release::{
+    allowed_actions, check_action, on_bake_expired, on_manual, Action, Decision, Refusal,
+    ReleaseStatus,
+};
+pub use select::{
+    cumulative_targets, fleet_admitted, labels_match, percentage_count, percentage_targets,
+    rank_key, selector_targets, stage_additions, NodeRef, SelectError,
+};

@@ -1,0 +1,461 @@
+//! `RolloutPlan`: the stages a canary release walks through.
+//!
+//! A plan is built only by parsing its wire JSON ([`RolloutPlan::parse`], in `plan/parse.rs`,
+//! which holds every validation rule) or by [`RolloutPlan::planless`], so a `RolloutPlan` in
+//! hand is valid: 1..=20 stages, bakes of 30 s..=24 h, exact percentages, known gate kinds
+//! with sane bounds. Nothing past the boundary re-checks. [`RolloutPlan::to_json`] writes the
+//! canonical form back.
+//!
+//! A plan-less canary (one selector, one health-check window, manual broaden) is expressed as
+//! a one-stage plan via [`RolloutPlan::planless`]. The plan does not remember that it was
+//! plan-less: the caller keeps that flag (a release row without a `rolloutPlan` is plan-less)
+//! and passes it to [`crate::release::check_action`], because only the operator actions
+//! differ; baking, gates, fencing and selection are the same.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::percent::Percent;
+
+mod parse;
+
+pub use parse::parse_canary_selector;
+
+/// Most stages a plan may have; more would be a plan nobody can watch.
+pub const MAX_STAGES: usize = 20;
+
+/// A refused plan, naming the field as `stages[1].gates[0].errorRate.maxPercent`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct PlanError {
+    pub field: String,
+    pub message: String,
+}
+
+impl PlanError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> PlanError {
+        PlanError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// How long a stage bakes before its gates are read: 30 s to 24 h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BakeSeconds(u32);
+
+impl BakeSeconds {
+    pub const MIN: u32 = 30;
+    pub const MAX: u32 = 86_400;
+
+    /// `None` outside `30..=86400`.
+    pub fn new(seconds: u32) -> Option<BakeSeconds> {
+        (Self::MIN..=Self::MAX)
+            .contains(&seconds)
+            .then_some(BakeSeconds(seconds))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The bake deadline of a stage started at `started_at_ms` (unix milliseconds), so the
+    /// caller never multiplies by 1000 by hand.
+    pub fn deadline_ms(self, started_at_ms: i64) -> i64 {
+        started_at_ms.saturating_add(i64::from(self.0) * 1000)
+    }
+}
+
+/// Which nodes a stage adds to the canary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// A share of the fleet, ranked per release so larger shares contain smaller ones.
+    Percentage(Percent),
+    /// Nodes carrying every pair; never empty after parsing.
+    Labels(BTreeMap<String, String>),
+    /// The id of a node group; its criteria are resolved at selection time.
+    NodeGroup(String),
+}
+
+/// The selector of a plan-less canary: node groups did not exist in that shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CanarySelector {
+    Percentage(Percent),
+    Labels(BTreeMap<String, String>),
+}
+
+impl From<CanarySelector> for Selector {
+    fn from(selector: CanarySelector) -> Selector {
+        match selector {
+            CanarySelector::Percentage(p) => Selector::Percentage(p),
+            CanarySelector::Labels(labels) => Selector::Labels(labels),
+        }
+    }
+}
+
+/// How a `customPromQL` gate compares the query result: `value <cmp> threshold`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparator {
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+}
+
+impl Comparator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Comparator::Lt => "lt",
+            Comparator::Lte => "lte",
+            Comparator::Gt => "gt",
+            Comparator::Gte => "gte",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Comparator> {
+        [
+            Comparator::Lt,
+            Comparator::Lte,
+            Comparator::Gt,
+            Comparator::Gte,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == text)
+    }
+
+    /// Whether `value <cmp> threshold` holds; false for NaN, so a NaN result fails.
+    pub fn holds(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Comparator::Lt => value < threshold,
+            Comparator::Lte => value <= threshold,
+            Comparator::Gt => value > threshold,
+            Comparator::Gte => value >= threshold,
+        }
+    }
+}
+
+/// A check read when a stage's bake ends. Bounds hold after parsing: percentages are finite
+/// and within `0..=100`, thresholds finite, queries non-blank.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    HealthWindow,
+    ErrorRate {
+        max_percent: f64,
+    },
+    ThroughputDrop {
+        max_drop_percent: f64,
+    },
+    CustomPromQl {
+        query: String,
+        comparator: Comparator,
+        threshold: f64,
+    },
+}
+
+impl Gate {
+    /// The wire name, also used as `GateResult::gate`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Gate::HealthWindow => "healthWindow",
+            Gate::ErrorRate { .. } => "errorRate",
+            Gate::ThroughputDrop { .. } => "throughputDrop",
+            Gate::CustomPromQl { .. } => "customPromQL",
+        }
+    }
+}
+
+/// One step of a rollout: who joins, how long they bake, what must hold afterwards.
+/// An empty `gates` list is allowed: the stage passes when its bake ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    pub selector: Selector,
+    pub bake: BakeSeconds,
+    pub gates: Vec<Gate>,
+}
+
+/// A validated rollout plan. Fields are private so that 1..=20 stages always holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RolloutPlan {
+    stages: Vec<Stage>,
+    auto_advance: bool,
+    auto_rollback_on_gate_fail: bool,
+}
+
+impl RolloutPlan {
+    /// The single-stage plan a plan-less canary runs: bake for the health-check window, pass
+    /// on the health window alone, then hold for an operator to broaden (never advance or
+    /// roll back on its own). See the module docs for who keeps the plan-less flag.
+    pub fn planless(
+        selector: CanarySelector,
+        health_check_window_minutes: u32,
+    ) -> Result<RolloutPlan, PlanError> {
+        let field = "healthCheckWindowMinutes";
+        if health_check_window_minutes < 1 {
+            return Err(PlanError::new(field, "must be at least 1"));
+        }
+        let bake = health_check_window_minutes
+            .checked_mul(60)
+            .and_then(BakeSeconds::new)
+            .ok_or_else(|| PlanError::new(field, "must be at most 1440"))?;
+        Ok(RolloutPlan {
+            stages: vec![Stage {
+                selector: selector.into(),
+                bake,
+                gates: vec![Gate::HealthWindow],
+            }],
+            auto_advance: false,
+            auto_rollback_on_gate_fail: false,
+        })
+    }
+
+    /// Never empty.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    pub fn stage(&self, index: usize) -> Option<&Stage> {
+        self.stages.get(index)
+    }
+
+    pub fn auto_advance(&self) -> bool {
+        self.auto_advance
+    }
+
+    pub fn auto_rollback_on_gate_fail(&self) -> bool {
+        self.auto_rollback_on_gate_fail
+    }
+
+    /// Whether any stage needs Prometheus; create refuses such a plan when it is not set up.
+    pub fn uses_promql(&self) -> bool {
+        self.gates()
+            .any(|gate| matches!(gate, Gate::CustomPromQl { .. }))
+    }
+
+    /// Node groups the plan names, first use first, without repeats, so the caller can check
+    /// each belongs to the release's environment.
+    pub fn node_group_ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        for stage in &self.stages {
+            if let Selector::NodeGroup(id) = &stage.selector {
+                if !ids.contains(&id.as_str()) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// The canonical wire JSON; `RolloutPlan::parse(&plan.to_json())` gives `plan` back.
+    pub fn to_json(&self) -> Value {
+        let stages: Vec<Value> = self.stages.iter().map(stage_json).collect();
+        json!({
+            "stages": stages,
+            "autoAdvance": self.auto_advance,
+            "autoRollbackOnGateFail": self.auto_rollback_on_gate_fail,
+        })
+    }
+
+    fn gates(&self) -> impl Iterator<Item = &Gate> {
+        self.stages.iter().flat_map(|stage| &stage.gates)
+    }
+}
+
+fn stage_json(stage: &Stage) -> Value {
+    let selector = match &stage.selector {
+        Selector::Percentage(p) => json!({ "percentage": p.to_json() }),
+        Selector::Labels(labels) => json!({ "labels": labels }),
+        Selector::NodeGroup(id) => json!({ "nodeGroup": id }),
+    };
+    let gates: Vec<Value> = stage.gates.iter().map(gate_json).collect();
+    json!({ "selector": selector, "bakeSeconds": stage.bake.get(), "gates": gates })
+}
+
+fn gate_json(gate: &Gate) -> Value {
+    let body = match gate {
+        Gate::HealthWindow => json!({}),
+        Gate::ErrorRate { max_percent } => json!({ "maxPercent": max_percent }),
+        Gate::ThroughputDrop { max_drop_percent } => json!({ "maxDropPercent": max_drop_percent }),
+        Gate::CustomPromQl {
+            query,
+            comparator,
+            threshold,
+        } => json!({ "query": query, "comparator": comparator.as_str(), "threshold": threshold }),
+    };
+    json!({ gate.kind(): body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(plan: Value) -> RolloutPlan {
+        RolloutPlan::parse(&plan).expect("valid plan")
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn stage(selector: Value, gates: Value) -> Value {
+        json!({"selector": selector, "bakeSeconds": 30, "gates": gates})
+    }
+
+    #[test]
+    fn the_canonical_json_spells_out_every_default() {
+        let plan = parse(json!({"stages": [{
+            "selector": {"percentage": 12.5},
+            "bakeSeconds": 60,
+            "gates": [{"healthWindow": null}, {"errorRate": {"maxPercent": 1}}],
+        }]}));
+        let canonical = json!({
+            "stages": [{
+                "selector": {"percentage": 12.5},
+                "bakeSeconds": 60,
+                "gates": [{"healthWindow": {}}, {"errorRate": {"maxPercent": 1.0}}],
+            }],
+            "autoAdvance": true,
+            "autoRollbackOnGateFail": true,
+        });
+        assert_eq!(plan.to_json(), canonical);
+    }
+
+    #[test]
+    fn a_plan_reports_whether_it_needs_prometheus() {
+        let health = stage(json!({"percentage": 5}), json!([{"healthWindow": {}}]));
+        let promql = json!({"customPromQL": {"query": "up", "comparator": "lt", "threshold": 1}});
+        let promql = stage(json!({"percentage": 5}), json!([promql]));
+        assert!(!parse(json!({ "stages": [health.clone()] })).uses_promql());
+        assert!(parse(json!({ "stages": [health, promql] })).uses_promql());
+    }
+
+    #[test]
+    fn node_group_ids_are_listed_once_in_stage_order() {
+        let plan = parse(json!({"stages": [
+            stage(json!({"nodeGroup": "b"}), json!([])),
+            stage(json!({"percentage": 50}), json!([])),
+            stage(json!({"nodeGroup": "a"}), json!([])),
+            stage(json!({"nodeGroup": "b"}), json!([])),
+        ]}));
+        assert_eq!(plan.node_group_ids(), vec!["b", "a"]);
+    }
+
+    #[test]
+    fn a_planless_canary_bakes_for_its_window_then_waits_for_an_operator() {
+        let selector = CanarySelector::Labels(labels(&[("wave", "a")]));
+        let plan = RolloutPlan::planless(selector, 10).expect("valid");
+        let [stage] = plan.stages() else {
+            panic!("one stage")
+        };
+        assert_eq!(stage.bake.get(), 600);
+        assert_eq!(stage.gates, [Gate::HealthWindow]);
+        assert_eq!(stage.selector, Selector::Labels(labels(&[("wave", "a")])));
+        assert!(!plan.auto_advance() && !plan.auto_rollback_on_gate_fail());
+    }
+
+    #[test]
+    fn a_planless_health_check_window_is_one_minute_to_one_day() {
+        let planless = |minutes| {
+            RolloutPlan::planless(CanarySelector::Percentage(Percent::HUNDRED), minutes)
+                .map(|plan| plan.stages()[0].bake.get())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            planless(0),
+            Err("healthCheckWindowMinutes: must be at least 1".into())
+        );
+        assert_eq!(
+            planless(1441),
+            Err("healthCheckWindowMinutes: must be at most 1440".into())
+        );
+        assert_eq!(
+            planless(u32::MAX),
+            Err("healthCheckWindowMinutes: must be at most 1440".into())
+        );
+        assert_eq!(planless(1), Ok(60));
+        assert_eq!(planless(1440), Ok(86_400));
+    }
+
+    #[test]
+    fn a_bake_deadline_is_the_start_plus_the_bake_in_milliseconds() {
+        let bake = BakeSeconds::new(90).expect("in range");
+        assert_eq!(bake.deadline_ms(1_000), 91_000);
+        assert_eq!(BakeSeconds::new(29), None);
+        assert_eq!(BakeSeconds::new(86_401), None);
+    }
+
+    fn arb_selector() -> impl Strategy<Value = Selector> {
+        prop_oneof![
+            (1u32..=10_000).prop_filter_map("in range", |h| {
+                Percent::from_hundredths(h).map(Selector::Percentage)
+            }),
+            proptest::collection::btree_map("[a-z/.-]{1,8}", ".{0,6}", 1..4)
+                .prop_map(Selector::Labels),
+            "[a-z0-9_]{1,10}".prop_map(Selector::NodeGroup),
+        ]
+    }
+
+    fn arb_gate() -> impl Strategy<Value = Gate> {
+        let comparator = prop_oneof![
+            Just(Comparator::Lt),
+            Just(Comparator::Lte),
+            Just(Comparator::Gt),
+            Just(Comparator::Gte),
+        ];
+        let promql = ("[a-z_(){}]{1,20}", comparator, -1e12f64..1e12);
+        prop_oneof![
+            Just(Gate::HealthWindow),
+            (0.0f64..=100.0).prop_map(|max_percent| Gate::ErrorRate { max_percent }),
+            (0.0f64..=100.0).prop_map(|max_drop_percent| Gate::ThroughputDrop { max_drop_percent }),
+            promql.prop_map(|(query, comparator, threshold)| Gate::CustomPromQl {
+                query,
+                comparator,
+                threshold,
+            }),
+        ]
+    }
+
+    fn arb_plan() -> impl Strategy<Value = RolloutPlan> {
+        let gates = proptest::collection::vec(arb_gate(), 0..4);
+        let bake =
+            (BakeSeconds::MIN..=BakeSeconds::MAX).prop_filter_map("in range", BakeSeconds::new);
+        let stage = (arb_selector(), bake, gates).prop_map(|(selector, bake, gates)| Stage {
+            selector,
+            bake,
+            gates,
+        });
+        let stages = proptest::collection::vec(stage, 1..=MAX_STAGES);
+        (stages, any::<bool>(), any::<bool>()).prop_map(|(stages, auto_advance, auto_rollback)| {
+            RolloutPlan {
+                stages,
+                auto_advance,
+                auto_rollback_on_gate_fail: auto_rollback,
+            }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_plan_survives_a_round_trip_through_its_canonical_json(plan in arb_plan()) {
+            prop_assert_eq!(RolloutPlan::parse(&plan.to_json()), Ok(plan.clone()));
+        }
+
+        #[test]
+        fn selectors_and_bakes_survive_the_json_text_a_browser_sends(plan in arb_plan()) {
+            // Float thresholds may move by one ulp through serde_json's default float parser;
+            // percentages and bake times must not move at all.
+            let text = serde_json::to_string(&plan.to_json()).expect("serialises");
+            let reparsed = RolloutPlan::parse(&serde_json::from_str(&text).expect("parses"))
+                .expect("valid");
+            let shape = |p: &RolloutPlan| -> Vec<(Selector, BakeSeconds)> {
+                p.stages().iter().map(|s| (s.selector.clone(), s.bake)).collect()
+            };
+            prop_assert_eq!(shape(&reparsed), shape(&plan));
+        }
+    }
+}

@@ -1,0 +1,823 @@
+//! What a valid rollout plan is: reading the wire JSON into a [`RolloutPlan`].
+//!
+//! Errors name the field the way the editor shows it (`stages[2].bakeSeconds: must be at
+//! least 30`) and come in document order: stages first (selector, bakeSeconds, gates within
+//! each), then the two toggles, and an object's unknown fields after its known ones. Unknown
+//! fields are refused rather than ignored so that a typo such as `autoAdvanced: false` cannot
+//! silently leave auto-advance on. Each reader below pushes its errors and returns `None`
+//! when it pushed any, so one pass yields both the first error and the full list.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::{
+    BakeSeconds, CanarySelector, Comparator, Gate, PlanError, RolloutPlan, Selector, Stage,
+    MAX_STAGES,
+};
+use crate::percent::Percent;
+
+impl RolloutPlan {
+    /// Parses the wire JSON, refusing with the first error in document order.
+    pub fn parse(value: &Value) -> Result<RolloutPlan, PlanError> {
+        let mut errors = Vec::new();
+        let plan = parse_plan(value, &mut errors);
+        match (plan, errors.into_iter().next()) {
+            (_, Some(first)) => Err(first),
+            (Some(plan), None) => Ok(plan),
+            (None, None) => Err(PlanError::new("rolloutPlan", "is invalid")),
+        }
+    }
+
+    /// Every error at once, in document order, so the editor can mark every bad field.
+    /// Empty means [`RolloutPlan::parse`] succeeds.
+    pub fn validate_all(value: &Value) -> Vec<PlanError> {
+        let mut errors = Vec::new();
+        parse_plan(value, &mut errors);
+        errors
+    }
+}
+
+/// Reads a plan-less canary's selector (`{"percentage": p}` or `{"labels": {...}}`), naming
+/// errors under `field_name` (e.g. `canarySelector.percentage: must be greater than 0`).
+pub fn parse_canary_selector(value: &Value, field_name: &str) -> Result<CanarySelector, PlanError> {
+    let mut errors = Vec::new();
+    let selector = parse_selector(value, field_name, &["percentage", "labels"], &mut errors);
+    match (selector, errors.into_iter().next()) {
+        (_, Some(first)) => Err(first),
+        (Some(Selector::Percentage(p)), None) => Ok(CanarySelector::Percentage(p)),
+        (Some(Selector::Labels(labels)), None) => Ok(CanarySelector::Labels(labels)),
+        (_, None) => Err(PlanError::new(
+            field_name,
+            "must select by labels or percentage",
+        )),
+    }
+}
+
+type Errors = Vec<PlanError>;
+
+fn parse_plan(value: &Value, errors: &mut Errors) -> Option<RolloutPlan> {
+    let obj = object(value, "rolloutPlan", errors)?;
+    let stages = match obj.get("stages") {
+        None => missing("stages", errors),
+        Some(stages) => parse_stages(stages, errors),
+    };
+    let auto_advance = optional_bool(obj, "autoAdvance", errors);
+    let auto_rollback = optional_bool(obj, "autoRollbackOnGateFail", errors);
+    let known = ["stages", "autoAdvance", "autoRollbackOnGateFail"];
+    reject_unknown(obj, None, &known, errors);
+    let plan = RolloutPlan {
+        stages: stages?,
+        auto_advance: auto_advance?,
+        auto_rollback_on_gate_fail: auto_rollback?,
+    };
+    errors.is_empty().then_some(plan)
+}
+
+fn parse_stages(value: &Value, errors: &mut Errors) -> Option<Vec<Stage>> {
+    let Value::Array(items) = value else {
+        errors.push(PlanError::new("stages", "must be an array"));
+        return None;
+    };
+    let before = errors.len();
+    if items.is_empty() {
+        errors.push(PlanError::new("stages", "must have at least 1 stage"));
+    } else if items.len() > MAX_STAGES {
+        let message = format!("must have at most {MAX_STAGES} stages");
+        errors.push(PlanError::new("stages", message));
+    }
+    let stages: Vec<Option<Stage>> = (items.iter().enumerate())
+        .map(|(i, item)| parse_stage(item, &format!("stages[{i}]"), errors))
+        .collect();
+    let stages: Option<Vec<Stage>> = stages.into_iter().collect();
+    stages.filter(|_| errors.len() == before)
+}
+
+fn parse_stage(value: &Value, field: &str, errors: &mut Errors) -> Option<Stage> {
+    let obj = object(value, field, errors)?;
+    let selector_field = format!("{field}.selector");
+    let selector = match obj.get("selector") {
+        None => missing(&selector_field, errors),
+        Some(v) => parse_selector(v, &selector_field, SELECTOR_KINDS, errors),
+    };
+    let bake = parse_bake(
+        obj.get("bakeSeconds"),
+        &format!("{field}.bakeSeconds"),
+        errors,
+    );
+    let gates = match obj.get("gates") {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(v) => parse_gates(v, &format!("{field}.gates"), errors),
+    };
+    reject_unknown(
+        obj,
+        Some(field),
+        &["selector", "bakeSeconds", "gates"],
+        errors,
+    );
+    Some(Stage {
+        selector: selector?,
+        bake: bake?,
+        gates: gates?,
+    })
+}
+
+const SELECTOR_KINDS: &[&str] = &["percentage", "labels", "nodeGroup"];
+
+fn parse_selector(
+    value: &Value,
+    field: &str,
+    kinds: &[&'static str],
+    errors: &mut Errors,
+) -> Option<Selector> {
+    let (kind, body) = one_kind(value, field, "selector", kinds, errors)?;
+    let field = format!("{field}.{kind}");
+    match kind {
+        "percentage" => match Percent::from_json(body) {
+            Ok(p) => Some(Selector::Percentage(p)),
+            Err(message) => fail(&field, message, errors),
+        },
+        "labels" => parse_labels(body, &field, errors).map(Selector::Labels),
+        _ => non_blank_string(body, &field, errors).map(Selector::NodeGroup),
+    }
+}
+
+fn parse_labels(
+    value: &Value,
+    field: &str,
+    errors: &mut Errors,
+) -> Option<BTreeMap<String, String>> {
+    let obj = object(value, field, errors)?;
+    if obj.is_empty() {
+        return fail(field, "must have at least one label", errors);
+    }
+    let before = errors.len();
+    let mut labels = BTreeMap::new();
+    for (key, value) in obj {
+        if key.is_empty() {
+            errors.push(PlanError::new(field, "label keys must not be empty"));
+        } else if let Value::String(value) = value {
+            labels.insert(key.clone(), value.clone());
+        } else {
+            errors.push(PlanError::new(format!("{field}.{key}"), "must be a string"));
+        }
+    }
+    (errors.len() == before).then_some(labels)
+}
+
+fn parse_bake(value: Option<&Value>, field: &str, errors: &mut Errors) -> Option<BakeSeconds> {
+    let Some(value) = value else {
+        return missing(field, errors);
+    };
+    // 60 and 60.0 are both a whole number of seconds.
+    match value.as_f64() {
+        Some(s) if s.fract() != 0.0 || !s.is_finite() => {
+            fail(field, "must be a whole number of seconds", errors)
+        }
+        None => fail(field, "must be a whole number of seconds", errors),
+        Some(s) if s < f64::from(BakeSeconds::MIN) => fail(field, "must be at least 30", errors),
+        Some(s) if s > f64::from(BakeSeconds::MAX) => fail(field, "must be at most 86400", errors),
+        Some(s) => BakeSeconds::new(s as u32),
+    }
+}
+
+fn parse_gates(value: &Value, field: &str, errors: &mut Errors) -> Option<Vec<Gate>> {
+    let Value::Array(items) = value else {
+        return fail(field, "must be an array", errors);
+    };
+    let gates: Vec<Option<Gate>> = (items.iter().enumerate())
+        .map(|(i, item)| parse_gate(item, &format!("{field}[{i}]"), errors))
+        .collect();
+    gates.into_iter().collect()
+}
+
+const GATE_KINDS: &[&str] = &[
+    "healthWindow",
+    "errorRate",
+    "throughputDrop",
+    "customPromQL",
+];
+
+fn parse_gate(value: &Value, field: &str, errors: &mut Errors) -> Option<Gate> {
+    let (kind, body) = one_kind(value, field, "gate", GATE_KINDS, errors)?;
+    let field = format!("{field}.{kind}");
+    if kind == "healthWindow" {
+        // `{}`, `null` and `true` all mean "this gate, no settings".
+        return match body {
+            Value::Null | Value::Bool(true) => Some(Gate::HealthWindow),
+            Value::Object(settings) if settings.is_empty() => Some(Gate::HealthWindow),
+            _ => fail(&field, "takes no settings; use {}", errors),
+        };
+    }
+    let settings = object(body, &field, errors)?;
+    let gate = match kind {
+        "errorRate" => {
+            let max = percent_bound(settings, &field, "maxPercent", errors);
+            reject_unknown(settings, Some(&field), &["maxPercent"], errors);
+            Gate::ErrorRate { max_percent: max? }
+        }
+        "throughputDrop" => {
+            let max = percent_bound(settings, &field, "maxDropPercent", errors);
+            reject_unknown(settings, Some(&field), &["maxDropPercent"], errors);
+            Gate::ThroughputDrop {
+                max_drop_percent: max?,
+            }
+        }
+        _ => {
+            let query = match settings.get("query") {
+                None => missing(&format!("{field}.query"), errors),
+                Some(v) => non_blank_string(v, &format!("{field}.query"), errors),
+            };
+            let comparator = parse_comparator(settings.get("comparator"), &field, errors);
+            let threshold = finite_number(settings, &field, "threshold", errors);
+            let known = ["query", "comparator", "threshold"];
+            reject_unknown(settings, Some(&field), &known, errors);
+            Gate::CustomPromQl {
+                query: query?,
+                comparator: comparator?,
+                threshold: threshold?,
+            }
+        }
+    };
+    Some(gate)
+}
+
+fn parse_comparator(value: Option<&Value>, gate: &str, errors: &mut Errors) -> Option<Comparator> {
+    let field = format!("{gate}.comparator");
+    match value.and_then(Value::as_str).and_then(Comparator::parse) {
+        Some(comparator) => Some(comparator),
+        None if value.is_none() => missing(&field, errors),
+        None => fail(&field, "must be one of lt, lte, gt, gte", errors),
+    }
+}
+
+fn percent_bound(
+    obj: &Map<String, Value>,
+    gate: &str,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<f64> {
+    let value = finite_number(obj, gate, key, errors)?;
+    if (0.0..=100.0).contains(&value) {
+        Some(value)
+    } else {
+        fail(
+            &format!("{gate}.{key}"),
+            "must be between 0 and 100",
+            errors,
+        )
+    }
+}
+
+fn finite_number(
+    obj: &Map<String, Value>,
+    gate: &str,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<f64> {
+    let field = format!("{gate}.{key}");
+    match obj.get(key) {
+        None => missing(&field, errors),
+        Some(v) => match v.as_f64().filter(|f| f.is_finite()) {
+            Some(f) => Some(f),
+            None => fail(&field, "must be a finite number", errors),
+        },
+    }
+}
+
+// ---- small JSON readers shared by the parsers above ----
+
+/// A selector or gate is an object with exactly one key naming its kind.
+fn one_kind<'v>(
+    value: &'v Value,
+    field: &str,
+    noun: &str,
+    kinds: &[&'static str],
+    errors: &mut Errors,
+) -> Option<(&'static str, &'v Value)> {
+    let obj = object(value, field, errors)?;
+    let expected = kinds.join(", ");
+    let mut entries = obj.iter();
+    let (Some((key, body)), None) = (entries.next(), entries.next()) else {
+        return fail(
+            field,
+            &format!("must have exactly one of {expected}"),
+            errors,
+        );
+    };
+    match kinds.iter().find(|kind| *kind == key) {
+        Some(kind) => Some((kind, body)),
+        None => {
+            let message = format!("unknown {noun} kind \"{key}\"; expected one of {expected}");
+            fail(field, &message, errors)
+        }
+    }
+}
+
+fn object<'v>(
+    value: &'v Value,
+    field: &str,
+    errors: &mut Errors,
+) -> Option<&'v Map<String, Value>> {
+    match value {
+        Value::Object(obj) => Some(obj),
+        _ => fail(field, "must be an object", errors),
+    }
+}
+
+fn non_blank_string(value: &Value, field: &str, errors: &mut Errors) -> Option<String> {
+    match value.as_str() {
+        Some(text) if !text.trim().is_empty() => Some(text.to_owned()),
+        _ => fail(field, "must be a non-empty string", errors),
+    }
+}
+
+/// Absent or `null` takes the SPEC default, `true`.
+fn optional_bool(obj: &Map<String, Value>, key: &str, errors: &mut Errors) -> Option<bool> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Some(true),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => fail(key, "must be true or false", errors),
+    }
+}
+
+fn reject_unknown(
+    obj: &Map<String, Value>,
+    parent: Option<&str>,
+    known: &[&str],
+    errors: &mut Errors,
+) {
+    for key in obj.keys().filter(|key| !known.contains(&key.as_str())) {
+        let field = parent.map_or_else(|| key.clone(), |parent| format!("{parent}.{key}"));
+        errors.push(PlanError::new(field, "is not a known field"));
+    }
+}
+
+fn missing<T>(field: &str, errors: &mut Errors) -> Option<T> {
+    fail(field, "is required", errors)
+}
+
+fn fail<T>(field: &str, message: &str, errors: &mut Errors) -> Option<T> {
+    errors.push(PlanError::new(field, message));
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Three valid stages; stage 1 has one gate, so `/stages/1/gates/0` can be replaced.
+    fn base() -> Value {
+        let stage = json!({"selector": {"percentage": 10}, "bakeSeconds": 60, "gates": []});
+        let mut plan = json!({ "stages": [stage.clone(), stage.clone(), stage] });
+        plan["stages"][1]["gates"] = json!([{"healthWindow": {}}]);
+        plan
+    }
+
+    /// The base plan with the value at a JSON pointer replaced.
+    fn with(pointer: &str, value: Value) -> Value {
+        let mut plan = base();
+        *plan.pointer_mut(pointer).expect("pointer exists") = value;
+        plan
+    }
+
+    /// The base plan without the field at `parent` + `key`.
+    fn without(parent: &str, key: &str) -> Value {
+        let mut plan = base();
+        let obj = plan.pointer_mut(parent).and_then(Value::as_object_mut);
+        obj.expect("object").remove(key);
+        plan
+    }
+
+    fn refusal(plan: Value) -> String {
+        RolloutPlan::parse(&plan).expect_err("refused").to_string()
+    }
+
+    fn assert_refusals(cases: &[(&str, Value, &str)]) {
+        for (pointer, value, expected) in cases {
+            assert_eq!(
+                refusal(with(pointer, value.clone())),
+                *expected,
+                "{pointer} = {value}"
+            );
+        }
+    }
+
+    fn assert_accepted(cases: &[(&str, Value)]) {
+        for (pointer, value) in cases {
+            let plan = with(pointer, value.clone());
+            assert!(RolloutPlan::parse(&plan).is_ok(), "{pointer} = {value}");
+        }
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn parse(plan: Value) -> RolloutPlan {
+        RolloutPlan::parse(&plan).expect("valid plan")
+    }
+
+    #[test]
+    fn a_minimal_plan_parses_with_both_toggles_defaulting_to_true() {
+        let plan = parse(json!({"stages": [{"selector": {"percentage": 7}, "bakeSeconds": 30}]}));
+        assert!(plan.auto_advance() && plan.auto_rollback_on_gate_fail());
+        assert_eq!(plan.stages()[0].bake.get(), 30);
+        assert!(plan.stages()[0].gates.is_empty());
+    }
+
+    #[test]
+    fn every_selector_and_gate_kind_parses_into_typed_values() {
+        let plan = parse(json!({
+            "stages": [
+                {"selector": {"percentage": 12.25}, "bakeSeconds": 86400, "gates": [
+                    {"healthWindow": {}}, {"errorRate": {"maxPercent": 1.5}},
+                ]},
+                {"selector": {"labels": {"wave": "a"}}, "bakeSeconds": 60, "gates": [
+                    {"throughputDrop": {"maxDropPercent": 20}},
+                    {"customPromQL": {"query": "up", "comparator": "gte", "threshold": 1}},
+                ]},
+                {"selector": {"nodeGroup": "ng_1"}, "bakeSeconds": 60.0, "gates": null},
+            ],
+            "autoAdvance": false,
+            "autoRollbackOnGateFail": false,
+        }));
+        let [first, second, third] = plan.stages() else {
+            panic!("three stages")
+        };
+        let p1225 = Percent::from_hundredths(1225).expect("in range");
+        assert_eq!(first.selector, Selector::Percentage(p1225));
+        assert_eq!(
+            first.gates,
+            [Gate::HealthWindow, Gate::ErrorRate { max_percent: 1.5 }]
+        );
+        assert_eq!(second.selector, Selector::Labels(labels(&[("wave", "a")])));
+        let promql = Gate::CustomPromQl {
+            query: "up".into(),
+            comparator: Comparator::Gte,
+            threshold: 1.0,
+        };
+        let drop = Gate::ThroughputDrop {
+            max_drop_percent: 20.0,
+        };
+        assert_eq!(second.gates, [drop, promql]);
+        assert_eq!(third.selector, Selector::NodeGroup("ng_1".into()));
+        assert!(third.gates.is_empty());
+        assert!(!plan.auto_advance() && !plan.auto_rollback_on_gate_fail());
+    }
+
+    #[test]
+    fn a_plan_must_be_an_object_with_one_to_twenty_stages() {
+        let stage = base()["stages"][0].clone();
+        assert_refusals(&[
+            ("", json!([]), "rolloutPlan: must be an object"),
+            ("/stages", json!({}), "stages: must be an array"),
+            ("/stages", json!([]), "stages: must have at least 1 stage"),
+            (
+                "/stages",
+                json!(vec![stage.clone(); 21]),
+                "stages: must have at most 20 stages",
+            ),
+            ("/stages/0", json!(5), "stages[0]: must be an object"),
+        ]);
+        assert_accepted(&[("/stages", json!(vec![stage; 20]))]);
+        assert_eq!(refusal(without("", "stages")), "stages: is required");
+    }
+
+    #[test]
+    fn bake_seconds_must_be_a_whole_number_from_thirty_seconds_to_a_day() {
+        assert_refusals(&[
+            (
+                "/stages/2/bakeSeconds",
+                json!(29),
+                "stages[2].bakeSeconds: must be at least 30",
+            ),
+            (
+                "/stages/2/bakeSeconds",
+                json!(-60),
+                "stages[2].bakeSeconds: must be at least 30",
+            ),
+            (
+                "/stages/2/bakeSeconds",
+                json!(86401),
+                "stages[2].bakeSeconds: must be at most 86400",
+            ),
+            (
+                "/stages/2/bakeSeconds",
+                json!(1e300),
+                "stages[2].bakeSeconds: must be at most 86400",
+            ),
+            (
+                "/stages/2/bakeSeconds",
+                json!(45.5),
+                "stages[2].bakeSeconds: must be a whole number of seconds",
+            ),
+            (
+                "/stages/2/bakeSeconds",
+                json!("60"),
+                "stages[2].bakeSeconds: must be a whole number of seconds",
+            ),
+        ]);
+        assert_accepted(&[
+            ("/stages/2/bakeSeconds", json!(30)),
+            ("/stages/2/bakeSeconds", json!(86400)),
+            ("/stages/2/bakeSeconds", json!(120.0)),
+        ]);
+        let missing = without("/stages/1", "bakeSeconds");
+        assert_eq!(refusal(missing), "stages[1].bakeSeconds: is required");
+    }
+
+    #[test]
+    fn percentages_must_be_above_zero_at_most_one_hundred_with_two_decimals() {
+        let at = "/stages/0/selector/percentage";
+        let field = "stages[0].selector.percentage";
+        let cases = [
+            (json!(0), "must be greater than 0"),
+            (json!(-1), "must be greater than 0"),
+            (json!(100.5), "must be at most 100"),
+            (json!(12.345), "must have at most two decimal places"),
+            (json!("10"), "must be a number"),
+        ];
+        for (value, message) in cases {
+            assert_eq!(refusal(with(at, value)), format!("{field}: {message}"));
+        }
+        assert_accepted(&[
+            (at, json!(7)),
+            (at, json!(0.5)),
+            (at, json!(12.25)),
+            (at, json!(100)),
+        ]);
+    }
+
+    #[test]
+    fn a_selector_names_exactly_one_known_kind() {
+        let expected = "percentage, labels, nodeGroup";
+        assert_refusals(&[
+            (
+                "/stages/0/selector",
+                json!({}),
+                &format!("stages[0].selector: must have exactly one of {expected}"),
+            ),
+            (
+                "/stages/0/selector",
+                json!({"percentage": 5, "nodeGroup": "g"}),
+                &format!("stages[0].selector: must have exactly one of {expected}"),
+            ),
+            (
+                "/stages/0/selector",
+                json!({"hostname": "a"}),
+                &format!(
+                    "stages[0].selector: unknown selector kind \"hostname\"; \
+                     expected one of {expected}"
+                ),
+            ),
+            (
+                "/stages/0/selector",
+                json!("10%"),
+                "stages[0].selector: must be an object",
+            ),
+        ]);
+        let missing = without("/stages/0", "selector");
+        assert_eq!(refusal(missing), "stages[0].selector: is required");
+    }
+
+    #[test]
+    fn label_selectors_need_at_least_one_pair_of_strings() {
+        let at = "/stages/0/selector";
+        assert_refusals(&[
+            (
+                at,
+                json!({"labels": {}}),
+                "stages[0].selector.labels: must have at least one label",
+            ),
+            (
+                at,
+                json!({"labels": {"": "a"}}),
+                "stages[0].selector.labels: label keys must not be empty",
+            ),
+            (
+                at,
+                json!({"labels": {"wave": 1}}),
+                "stages[0].selector.labels.wave: must be a string",
+            ),
+            (
+                at,
+                json!({"labels": []}),
+                "stages[0].selector.labels: must be an object",
+            ),
+        ]);
+        // An empty value is a criterion like any other: the label must be present and empty.
+        assert_accepted(&[(at, json!({"labels": {"tier": ""}}))]);
+    }
+
+    #[test]
+    fn a_node_group_selector_needs_a_non_empty_id() {
+        let message = "stages[0].selector.nodeGroup: must be a non-empty string";
+        let at = "/stages/0/selector";
+        assert_refusals(&[
+            (at, json!({"nodeGroup": ""}), message),
+            (at, json!({"nodeGroup": "  "}), message),
+            (at, json!({"nodeGroup": 7}), message),
+        ]);
+    }
+
+    #[test]
+    fn the_health_window_gate_accepts_an_empty_object_null_or_true_only() {
+        let at = "/stages/1/gates/0";
+        assert_accepted(&[
+            (at, json!({"healthWindow": {}})),
+            (at, json!({"healthWindow": null})),
+            (at, json!({"healthWindow": true})),
+        ]);
+        let message = "stages[1].gates[0].healthWindow: takes no settings; use {}";
+        assert_refusals(&[
+            (at, json!({"healthWindow": false}), message),
+            (at, json!({"healthWindow": {"minutes": 5}}), message),
+        ]);
+    }
+
+    #[test]
+    fn unknown_or_ambiguous_gates_are_refused() {
+        let kinds = "healthWindow, errorRate, throughputDrop, customPromQL";
+        assert_refusals(&[
+            (
+                "/stages/1/gates/0",
+                json!({"latency": {}}),
+                &format!(
+                    "stages[1].gates[0]: unknown gate kind \"latency\"; expected one of {kinds}"
+                ),
+            ),
+            (
+                "/stages/1/gates/0",
+                json!({"healthWindow": {}, "errorRate": {"maxPercent": 1}}),
+                &format!("stages[1].gates[0]: must have exactly one of {kinds}"),
+            ),
+            (
+                "/stages/1/gates",
+                json!({}),
+                "stages[1].gates: must be an array",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn error_rate_and_throughput_drop_limits_are_percentages_from_zero_to_one_hundred() {
+        let cases = [
+            (
+                json!({"errorRate": {"maxPercent": -0.1}}),
+                "errorRate.maxPercent: must be between 0 and 100",
+            ),
+            (
+                json!({"errorRate": {"maxPercent": 100.1}}),
+                "errorRate.maxPercent: must be between 0 and 100",
+            ),
+            (
+                json!({"errorRate": {"maxPercent": "1"}}),
+                "errorRate.maxPercent: must be a finite number",
+            ),
+            (
+                json!({"errorRate": {}}),
+                "errorRate.maxPercent: is required",
+            ),
+            (json!({"errorRate": 1}), "errorRate: must be an object"),
+            (
+                json!({"errorRate": {"maxPercent": 1, "window": 5}}),
+                "errorRate.window: is not a known field",
+            ),
+            (
+                json!({"throughputDrop": {"maxDropPercent": 101}}),
+                "throughputDrop.maxDropPercent: must be between 0 and 100",
+            ),
+            (
+                json!({"throughputDrop": {}}),
+                "throughputDrop.maxDropPercent: is required",
+            ),
+        ];
+        for (gate, message) in cases {
+            let expected = format!("stages[1].gates[0].{message}");
+            assert_eq!(refusal(with("/stages/1/gates/0", gate)), expected);
+        }
+        let at = "/stages/1/gates/0";
+        assert_accepted(&[
+            (at, json!({"errorRate": {"maxPercent": 0}})),
+            (at, json!({"errorRate": {"maxPercent": 100}})),
+            (at, json!({"throughputDrop": {"maxDropPercent": 0}})),
+            (at, json!({"throughputDrop": {"maxDropPercent": 100}})),
+        ]);
+    }
+
+    #[test]
+    fn a_custom_promql_gate_needs_a_query_a_known_comparator_and_a_finite_threshold() {
+        let gate = |settings: Value| with("/stages/1/gates/0", json!({ "customPromQL": settings }));
+        let field = "stages[1].gates[0].customPromQL";
+        let cases = [
+            (
+                json!({"query": "up", "comparator": "eq", "threshold": 1}),
+                "comparator: must be one of lt, lte, gt, gte",
+            ),
+            (
+                json!({"query": "up", "threshold": 1}),
+                "comparator: is required",
+            ),
+            (
+                json!({"query": " ", "comparator": "lt", "threshold": 1}),
+                "query: must be a non-empty string",
+            ),
+            (
+                json!({"comparator": "lt", "threshold": 1}),
+                "query: is required",
+            ),
+            (
+                json!({"query": "up", "comparator": "lt", "threshold": "high"}),
+                "threshold: must be a finite number",
+            ),
+            (
+                json!({"query": "up", "comparator": "lt"}),
+                "threshold: is required",
+            ),
+        ];
+        for (settings, message) in cases {
+            assert_eq!(refusal(gate(settings)), format!("{field}.{message}"));
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_so_a_typo_cannot_silently_keep_a_default() {
+        let mut plan = base();
+        plan["autoAdvanced"] = json!(false);
+        assert_eq!(refusal(plan), "autoAdvanced: is not a known field");
+        let mut plan = base();
+        plan["stages"][0]["bake"] = json!(60);
+        assert_eq!(refusal(plan), "stages[0].bake: is not a known field");
+    }
+
+    #[test]
+    fn the_toggles_must_be_booleans_and_null_means_the_default() {
+        let mut plan = base();
+        plan["autoRollbackOnGateFail"] = json!("no");
+        assert_eq!(
+            refusal(plan.clone()),
+            "autoRollbackOnGateFail: must be true or false"
+        );
+        plan["autoRollbackOnGateFail"] = json!(null);
+        plan["autoAdvance"] = json!(null);
+        let parsed = parse(plan);
+        assert!(parsed.auto_advance() && parsed.auto_rollback_on_gate_fail());
+    }
+
+    #[test]
+    fn the_first_error_in_document_order_is_reported_and_validate_all_lists_every_one() {
+        let mut plan = with("/stages/0/selector/percentage", json!(0));
+        plan["stages"][0]["bakeSeconds"] = json!(10);
+        plan["stages"][1]["gates"][0] = json!({"nope": {}});
+        plan["autoAdvance"] = json!(3);
+        assert_eq!(
+            refusal(plan.clone()),
+            "stages[0].selector.percentage: must be greater than 0"
+        );
+        let all: Vec<String> = RolloutPlan::validate_all(&plan)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            all,
+            [
+                "stages[0].selector.percentage: must be greater than 0",
+                "stages[0].bakeSeconds: must be at least 30",
+                "stages[1].gates[0]: unknown gate kind \"nope\"; \
+                 expected one of healthWindow, errorRate, throughputDrop, customPromQL",
+                "autoAdvance: must be true or false",
+            ]
+        );
+        assert!(RolloutPlan::validate_all(&base()).is_empty());
+    }
+
+    #[test]
+    fn a_canary_selector_is_labels_or_percentage_and_names_its_field() {
+        let read =
+            |v: Value| parse_canary_selector(&v, "canarySelector").map_err(|e| e.to_string());
+        let half = Percent::from_hundredths(50).expect("in range");
+        assert_eq!(
+            read(json!({"percentage": 0.5})),
+            Ok(CanarySelector::Percentage(half))
+        );
+        assert_eq!(
+            read(json!({"labels": {"wave": "a"}})),
+            Ok(CanarySelector::Labels(labels(&[("wave", "a")])))
+        );
+        assert_eq!(
+            read(json!({"nodeGroup": "g"})),
+            Err("canarySelector: unknown selector kind \"nodeGroup\"; \
+                 expected one of percentage, labels"
+                .into())
+        );
+        assert_eq!(
+            read(json!({"percentage": 101})),
+            Err("canarySelector.percentage: must be at most 100".into())
+        );
+    }
+}

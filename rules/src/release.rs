@@ -1,0 +1,478 @@
+//! The release state machine: which operator actions a release allows, and what happens
+//! when a stage's bake ends or an operator presses a button.
+//!
+//! These functions only decide. The caller persists the decision with a compare-and-set on
+//! the release row, so a scheduler tick and a button press can never both win.
+//!
+//! Plan-less canaries run the one-stage plan from [`crate::plan::RolloutPlan::planless`]
+//! (hold after the health window, never auto-advance or auto-roll back). The caller passes
+//! `planless` because only the actions differ: such a release cannot advance, and finishes
+//! with *Broaden*; *Complete* is accepted too and means the same thing, so an API client
+//! that always says "complete" works for both shapes.
+
+use std::fmt;
+
+use crate::gates::{all_passed, GateResult};
+use crate::plan::RolloutPlan;
+
+/// Where a release stands. The first two are "in flight": fencing applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReleaseStatus {
+    /// A stage is baking.
+    CanaryDeployed,
+    /// The bake is over and the release waits for an operator.
+    HealthCheck,
+    /// Complete: every node converges on the canary version.
+    Broadened,
+    RolledBack,
+}
+
+impl ReleaseStatus {
+    const ALL: [ReleaseStatus; 4] = [
+        ReleaseStatus::CanaryDeployed,
+        ReleaseStatus::HealthCheck,
+        ReleaseStatus::Broadened,
+        ReleaseStatus::RolledBack,
+    ];
+
+    /// The stored and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseStatus::CanaryDeployed => "CANARY_DEPLOYED",
+            ReleaseStatus::HealthCheck => "HEALTH_CHECK",
+            ReleaseStatus::Broadened => "BROADENED",
+            ReleaseStatus::RolledBack => "ROLLED_BACK",
+        }
+    }
+
+    /// Reads the stored spelling exactly; `None` for anything else.
+    pub fn parse(text: &str) -> Option<ReleaseStatus> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Whether delivery is fenced and the scheduler watches this release.
+    pub fn in_flight(self) -> bool {
+        matches!(
+            self,
+            ReleaseStatus::CanaryDeployed | ReleaseStatus::HealthCheck
+        )
+    }
+}
+
+impl fmt::Display for ReleaseStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an operator can ask of a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Advance,
+    Complete,
+    Rollback,
+    Broaden,
+}
+
+impl Action {
+    /// The button text in the rollout view.
+    pub fn label(self) -> &'static str {
+        match self {
+            Action::Advance => "Advance next stage",
+            Action::Complete => "Complete all remaining",
+            Action::Rollback => "Rollback Canary",
+            Action::Broaden => "Broaden",
+        }
+    }
+}
+
+/// Why an action was refused; the message is shown to the operator as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("release is already complete")]
+    AlreadyComplete,
+    #[error("release is already rolled back")]
+    AlreadyRolledBack,
+    #[error("a plan-less canary has no next stage; broaden it instead")]
+    NoPlan,
+    #[error("stage {stage} is the last stage; complete the release instead")]
+    LastStage { stage: usize },
+    #[error("broaden is for plan-less canaries; use complete all remaining")]
+    HasPlan,
+    /// A manual advance or complete re-read the gates and one failed. Nothing changes: a
+    /// manual action never rolls back.
+    #[error("{gate} gate failed: {reason}")]
+    GateFailed { gate: String, reason: String },
+}
+
+/// What to do with a release after its gates were read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Open the stage with this index (0-based) and start its bake.
+    StartStage(usize),
+    /// Broaden: the canary becomes the deployed version.
+    Complete,
+    /// Stay in `HEALTH_CHECK` until an operator acts.
+    Hold {
+        reason: String,
+    },
+    Rollback {
+        reason: String,
+    },
+}
+
+/// Whether `action` is allowed now. `stage_index` is the current stage (0-based) of
+/// `stage_count`. Gates are not consulted here; see [`on_manual`].
+pub fn check_action(
+    status: ReleaseStatus,
+    action: Action,
+    stage_index: usize,
+    stage_count: usize,
+    planless: bool,
+) -> Result<(), Refusal> {
+    match status {
+        ReleaseStatus::Broadened => return Err(Refusal::AlreadyComplete),
+        ReleaseStatus::RolledBack => return Err(Refusal::AlreadyRolledBack),
+        ReleaseStatus::CanaryDeployed | ReleaseStatus::HealthCheck => {}
+    }
+    match action {
+        Action::Advance if planless => Err(Refusal::NoPlan),
+        Action::Advance if stage_index + 1 >= stage_count => Err(Refusal::LastStage {
+            stage: stage_index + 1,
+        }),
+        Action::Broaden if !planless => Err(Refusal::HasPlan),
+        Action::Advance | Action::Complete | Action::Rollback | Action::Broaden => Ok(()),
+    }
+}
+
+/// The buttons to show. A plan-less release shows *Broaden* rather than *Complete all
+/// remaining* (both are accepted), so the view never offers two buttons that do one thing.
+pub fn allowed_actions(
+    status: ReleaseStatus,
+    stage_index: usize,
+    stage_count: usize,
+    planless: bool,
+) -> Vec<Action> {
+    let shown = if planless {
+        [Action::Advance, Action::Broaden, Action::Rollback]
+    } else {
+        [Action::Advance, Action::Complete, Action::Rollback]
+    };
+    shown
+        .into_iter()
+        .filter(|a| check_action(status, *a, stage_index, stage_count, planless).is_ok())
+        .collect()
+}
+
+/// The scheduler's step once the current stage's bake deadline passed and its gates were
+/// evaluated (`results` of that evaluation). Stage numbers in reasons are 1-based, as the
+/// rollout view shows them.
+pub fn on_bake_expired(
+    plan: &RolloutPlan,
+    current_stage_index: usize,
+    results: &[GateResult],
+) -> Decision {
+    let stage = current_stage_index + 1;
+    if !all_passed(results) {
+        let reason = format!("stage {stage} failed: {}", failing_reasons(results));
+        return if plan.auto_rollback_on_gate_fail() {
+            Decision::Rollback { reason }
+        } else {
+            Decision::Hold { reason }
+        };
+    }
+    if !plan.auto_advance() {
+        Decision::Hold {
+            reason: format!("stage {stage} passed; waiting for an operator"),
+        }
+    } else {
+        next_or_complete(plan, current_stage_index)
+    }
+}
+
+/// An operator's action, after [`check_action`] allowed it. `results` are the current
+/// stage's gates re-evaluated now: advance, complete and broaden refuse on the first failing
+/// gate and change nothing; they never roll back.
+pub fn on_manual(
+    action: Action,
+    plan: &RolloutPlan,
+    stage_index: usize,
+    results: &[GateResult],
+) -> Result<Decision, Refusal> {
+    if action == Action::Rollback {
+        return Ok(Decision::Rollback {
+            reason: "rolled back by an operator".to_owned(),
+        });
+    }
+    if let Some(failed) = results.iter().find(|r| !r.passed()) {
+        return Err(Refusal::GateFailed {
+            gate: failed.gate.clone(),
+            reason: failed.reason.clone(),
+        });
+    }
+    match action {
+        Action::Advance if stage_index + 1 >= plan.stages().len() => Err(Refusal::LastStage {
+            stage: stage_index + 1,
+        }),
+        Action::Advance => Ok(Decision::StartStage(stage_index + 1)),
+        Action::Complete | Action::Broaden | Action::Rollback => Ok(Decision::Complete),
+    }
+}
+
+fn next_or_complete(plan: &RolloutPlan, stage_index: usize) -> Decision {
+    if stage_index + 1 < plan.stages().len() {
+        Decision::StartStage(stage_index + 1)
+    } else {
+        Decision::Complete
+    }
+}
+
+fn failing_reasons(results: &[GateResult]) -> String {
+    let failing: Vec<String> = results
+        .iter()
+        .filter(|r| !r.passed())
+        .map(|r| format!("{}: {}", r.gate, r.reason))
+        .collect();
+    failing.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gates::{error_rate, ErrorCounts, GateInputs};
+    use crate::plan::{CanarySelector, Gate};
+    use crate::Percent;
+    use serde_json::json;
+
+    fn plan(stages: usize, auto_advance: bool, auto_rollback: bool) -> RolloutPlan {
+        let stage = json!({"selector": {"percentage": 10}, "bakeSeconds": 60, "gates": []});
+        RolloutPlan::parse(&json!({
+            "stages": vec![stage; stages],
+            "autoAdvance": auto_advance,
+            "autoRollbackOnGateFail": auto_rollback,
+        }))
+        .expect("valid plan")
+    }
+
+    fn passing() -> Vec<GateResult> {
+        vec![crate::gates::evaluate(
+            &Gate::HealthWindow,
+            &GateInputs::default(),
+        )]
+    }
+
+    fn failing() -> Vec<GateResult> {
+        let counts = ErrorCounts {
+            errors: 25,
+            events_in: 1000,
+        };
+        let mut results = passing();
+        results.push(error_rate(1.0, Some(counts)));
+        results
+    }
+
+    const FAIL_REASON: &str =
+        "stage 1 failed: errorRate: error rate 2.50% exceeds max 1.00% (25 errors / 1000 events)";
+
+    #[test]
+    fn statuses_round_trip_through_their_stored_spelling() {
+        for status in ReleaseStatus::ALL {
+            assert_eq!(ReleaseStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(ReleaseStatus::parse("canary_deployed"), None);
+        assert_eq!(ReleaseStatus::parse("DEPLOYED"), None);
+    }
+
+    #[test]
+    fn only_canary_deployed_and_health_check_are_in_flight() {
+        assert!(ReleaseStatus::CanaryDeployed.in_flight());
+        assert!(ReleaseStatus::HealthCheck.in_flight());
+        assert!(!ReleaseStatus::Broadened.in_flight());
+        assert!(!ReleaseStatus::RolledBack.in_flight());
+    }
+
+    #[test]
+    fn a_passing_stage_with_more_to_go_starts_the_next_stage() {
+        assert_eq!(
+            on_bake_expired(&plan(3, true, true), 0, &passing()),
+            Decision::StartStage(1)
+        );
+    }
+
+    #[test]
+    fn a_passing_last_stage_completes_the_release() {
+        assert_eq!(
+            on_bake_expired(&plan(3, true, true), 2, &passing()),
+            Decision::Complete
+        );
+    }
+
+    #[test]
+    fn a_stage_without_gates_passes_when_its_bake_ends() {
+        assert_eq!(
+            on_bake_expired(&plan(2, true, true), 0, &[]),
+            Decision::StartStage(1)
+        );
+    }
+
+    #[test]
+    fn without_auto_advance_a_passing_stage_waits_for_an_operator() {
+        assert_eq!(
+            on_bake_expired(&plan(3, false, true), 1, &passing()),
+            Decision::Hold {
+                reason: "stage 2 passed; waiting for an operator".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_failing_gate_rolls_back_with_its_reason() {
+        assert_eq!(
+            on_bake_expired(&plan(3, true, true), 0, &failing()),
+            Decision::Rollback {
+                reason: FAIL_REASON.into()
+            }
+        );
+    }
+
+    #[test]
+    fn without_auto_rollback_a_failing_gate_holds_with_its_reason() {
+        assert_eq!(
+            on_bake_expired(&plan(3, true, false), 0, &failing()),
+            Decision::Hold {
+                reason: FAIL_REASON.into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_planless_canary_holds_after_its_health_window() {
+        let planless =
+            RolloutPlan::planless(CanarySelector::Percentage(Percent::HUNDRED), 5).expect("valid");
+        let results =
+            crate::gates::evaluate_stage(&planless.stages()[0].gates, &GateInputs::default());
+        assert!(matches!(
+            on_bake_expired(&planless, 0, &results),
+            Decision::Hold { .. }
+        ));
+    }
+
+    #[test]
+    fn manual_advance_refuses_when_a_gate_fails_and_never_rolls_back() {
+        let refusal =
+            on_manual(Action::Advance, &plan(3, true, true), 0, &failing()).expect_err("refused");
+        assert_eq!(
+            refusal.to_string(),
+            "errorRate gate failed: error rate 2.50% exceeds max 1.00% (25 errors / 1000 events)"
+        );
+        assert!(on_manual(Action::Complete, &plan(3, true, true), 0, &failing()).is_err());
+    }
+
+    #[test]
+    fn manual_advance_with_passing_gates_opens_the_next_stage() {
+        assert_eq!(
+            on_manual(Action::Advance, &plan(3, false, true), 1, &passing()),
+            Ok(Decision::StartStage(2))
+        );
+    }
+
+    #[test]
+    fn manual_advance_on_the_last_stage_is_refused() {
+        assert_eq!(
+            on_manual(Action::Advance, &plan(2, false, true), 1, &passing()),
+            Err(Refusal::LastStage { stage: 2 })
+        );
+    }
+
+    #[test]
+    fn manual_complete_and_broaden_with_passing_gates_complete_the_release() {
+        assert_eq!(
+            on_manual(Action::Complete, &plan(3, false, true), 0, &passing()),
+            Ok(Decision::Complete)
+        );
+        assert_eq!(
+            on_manual(Action::Broaden, &plan(1, false, false), 0, &passing()),
+            Ok(Decision::Complete)
+        );
+    }
+
+    #[test]
+    fn manual_rollback_ignores_the_gates() {
+        assert_eq!(
+            on_manual(Action::Rollback, &plan(3, true, true), 0, &failing()),
+            Ok(Decision::Rollback {
+                reason: "rolled back by an operator".into()
+            })
+        );
+    }
+
+    #[test]
+    fn nothing_is_allowed_once_the_release_left_flight() {
+        for action in [
+            Action::Advance,
+            Action::Complete,
+            Action::Rollback,
+            Action::Broaden,
+        ] {
+            assert_eq!(
+                check_action(ReleaseStatus::RolledBack, action, 0, 3, false),
+                Err(Refusal::AlreadyRolledBack)
+            );
+            assert_eq!(
+                check_action(ReleaseStatus::Broadened, action, 0, 3, true),
+                Err(Refusal::AlreadyComplete)
+            );
+        }
+        assert_eq!(
+            Refusal::AlreadyRolledBack.to_string(),
+            "release is already rolled back"
+        );
+        assert!(allowed_actions(ReleaseStatus::Broadened, 0, 3, false).is_empty());
+    }
+
+    #[test]
+    fn advance_needs_a_plan_and_a_next_stage() {
+        let s = ReleaseStatus::HealthCheck;
+        assert_eq!(check_action(s, Action::Advance, 0, 3, false), Ok(()));
+        assert_eq!(
+            check_action(s, Action::Advance, 2, 3, false),
+            Err(Refusal::LastStage { stage: 3 })
+        );
+        assert_eq!(
+            check_action(s, Action::Advance, 0, 1, true),
+            Err(Refusal::NoPlan)
+        );
+    }
+
+    #[test]
+    fn broaden_is_only_for_planless_canaries_but_complete_works_for_both() {
+        let s = ReleaseStatus::CanaryDeployed;
+        assert_eq!(
+            check_action(s, Action::Broaden, 0, 3, false),
+            Err(Refusal::HasPlan)
+        );
+        assert_eq!(check_action(s, Action::Broaden, 0, 1, true), Ok(()));
+        assert_eq!(check_action(s, Action::Complete, 0, 1, true), Ok(()));
+        assert_eq!(check_action(s, Action::Complete, 0, 3, false), Ok(()));
+    }
+
+    #[test]
+    fn rollback_is_allowed_in_either_in_flight_status() {
+        for status in [ReleaseStatus::CanaryDeployed, ReleaseStatus::HealthCheck] {
+            assert_eq!(check_action(status, Action::Rollback, 0, 1, false), Ok(()));
+        }
+    }
+
+    #[test]
+    fn the_rollout_view_shows_only_the_buttons_the_state_allows() {
+        use Action::*;
+        let s = ReleaseStatus::HealthCheck;
+        assert_eq!(
+            allowed_actions(s, 0, 3, false),
+            vec![Advance, Complete, Rollback]
+        );
+        assert_eq!(allowed_actions(s, 2, 3, false), vec![Complete, Rollback]);
+        assert_eq!(allowed_actions(s, 0, 1, true), vec![Broaden, Rollback]);
+        assert_eq!(Advance.label(), "Advance next stage");
+    }
+}

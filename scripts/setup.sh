@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every prerequisite of building, running and testing VectorFlow on a fresh
+# Debian machine with only the package registries reachable. Idempotent: each step
+# checks first, so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+apt_pkgs=()
+command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
+command -v prometheus >/dev/null 2>&1 || apt_pkgs+=(prometheus)
+command -v pg_ctlcluster >/dev/null 2>&1 || apt_pkgs+=(postgresql)
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  log "apt: ${apt_pkgs[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}"
+fi
+# Debian starts a packaged prometheus as a service on :9090; tests start their own.
+if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
+
+if ! rustup target list --installed | grep -q wasm32-unknown-unknown; then
+  log "rustup target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q '0.2.130'; then
+  log "wasm-bindgen-cli 0.2.130 (about 2 min)"
+  cargo install wasm-bindgen-cli --version 0.2.130 --force
+fi
+
+if ! cargo leptos --version 2>/dev/null | grep -q '0.3.10'; then
+  log "cargo-leptos 0.3.10 (about 14 min, once)"
+  cargo install --locked cargo-leptos --version 0.3.10 --force
+fi
+
+if [ ! -x end2end/node_modules/.bin/playwright ] || [ ! -x end2end/node_modules/.bin/wasm-opt ]; then
+  if [ -f end2end/package.json ]; then
+    log "npm packages for end2end/ (Playwright, binaryen)"
+    (cd end2end && npm ci --no-audit --no-fund)
+  fi
+fi
+log "setup done"

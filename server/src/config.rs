@@ -1,0 +1,261 @@
+//! Server configuration from environment variables, validated at start-up. Every error names
+//! the variable to fix.
+
+use std::net::SocketAddr;
+
+/// A start-up configuration error.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{var}: {message}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub message: String,
+}
+
+fn err(var: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var,
+        message: message.into(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Everything the server reads from its environment.
+#[derive(Clone, PartialEq)]
+pub struct Config {
+    pub database_url: String,
+    pub addr: SocketAddr,
+    pub site_root: String,
+    pub site_pkg_dir: String,
+    pub output_name: String,
+    pub log_format: LogFormat,
+    pub poll_interval_ms: i64,
+    pub agent_max_body_bytes: usize,
+    pub agent_max_concurrency: usize,
+    pub bootstrap_environment: Option<String>,
+    pub bootstrap_enrollment_token: Option<String>,
+}
+
+impl std::fmt::Debug for Config {
+    /// Redacts secrets: the database URL may carry a password, tokens are credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("addr", &self.addr)
+            .field("site_root", &self.site_root)
+            .field("log_format", &self.log_format)
+            .field("poll_interval_ms", &self.poll_interval_ms)
+            .field("bootstrap_environment", &self.bootstrap_environment)
+            .field(
+                "bootstrap_enrollment_token",
+                &self
+                    .bootstrap_enrollment_token
+                    .as_ref()
+                    .map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((creds, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    match creds.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_string(),
+    }
+}
+
+fn parse_int(
+    var: &'static str,
+    raw: Option<String>,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Result<i64, ConfigError> {
+    let Some(raw) = raw else { return Ok(default) };
+    let n: i64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| err(var, format!("must be a whole number, got {raw:?}")))?;
+    if n < min || n > max {
+        return Err(err(
+            var,
+            format!("must be between {min} and {max}, got {n}"),
+        ));
+    }
+    Ok(n)
+}
+
+impl Config {
+    /// Reads the configuration through `get` (the process environment in `main`).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let database_url = get("DATABASE_URL").unwrap_or_else(|| "sqlite://vectorflow.db".into());
+        if !(database_url.starts_with("sqlite:")
+            || database_url.starts_with("postgres://")
+            || database_url.starts_with("postgresql://"))
+        {
+            return Err(err(
+                "DATABASE_URL",
+                "must start with sqlite: or postgres:// (for example sqlite://vectorflow.db)",
+            ));
+        }
+        let addr_raw = get("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
+        let addr: SocketAddr = addr_raw.parse().map_err(|_| {
+            err(
+                "LEPTOS_SITE_ADDR",
+                format!("must be host:port, got {addr_raw:?}"),
+            )
+        })?;
+        let log_format = match get("VF_LOG_FORMAT").as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(err(
+                    "VF_LOG_FORMAT",
+                    format!("must be text or json, got {other:?}"),
+                ))
+            }
+        };
+        let poll_interval_ms = parse_int(
+            "VF_POLL_INTERVAL_MS",
+            get("VF_POLL_INTERVAL_MS"),
+            5_000,
+            500,
+            3_600_000,
+        )?;
+        let agent_max_body_bytes = parse_int(
+            "VF_AGENT_MAX_BODY_BYTES",
+            get("VF_AGENT_MAX_BODY_BYTES"),
+            1024 * 1024,
+            1024,
+            64 * 1024 * 1024,
+        )? as usize;
+        let agent_max_concurrency = parse_int(
+            "VF_AGENT_MAX_CONCURRENCY",
+            get("VF_AGENT_MAX_CONCURRENCY"),
+            256,
+            1,
+            100_000,
+        )? as usize;
+        let bootstrap_environment = get("VF_BOOTSTRAP_ENVIRONMENT");
+        if let Some(name) = &bootstrap_environment {
+            vf_control::fleet::parse_environment_name(name)
+                .map_err(|e| err("VF_BOOTSTRAP_ENVIRONMENT", e.to_string()))?;
+        }
+        let bootstrap_enrollment_token = get("VF_BOOTSTRAP_ENROLLMENT_TOKEN");
+        if let Some(token) = &bootstrap_enrollment_token {
+            if bootstrap_environment.is_none() {
+                return Err(err(
+                    "VF_BOOTSTRAP_ENROLLMENT_TOKEN",
+                    "needs VF_BOOTSTRAP_ENVIRONMENT to say which environment it enrolls into",
+                ));
+            }
+            if token.len() < 16 {
+                return Err(err(
+                    "VF_BOOTSTRAP_ENROLLMENT_TOKEN",
+                    "must be at least 16 characters",
+                ));
+            }
+        }
+        Ok(Config {
+            database_url,
+            addr,
+            site_root: get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()),
+            site_pkg_dir: get("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|| "pkg".into()),
+            output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "vectorflow".into()),
+            log_format,
+            poll_interval_ms,
+            agent_max_body_bytes,
+            agent_max_concurrency,
+            bootstrap_environment,
+            bootstrap_enrollment_token,
+        })
+    }
+
+    /// Configuration for tests: a given database, port 0, defaults elsewhere.
+    pub fn for_tests(database_url: &str) -> Config {
+        let url = database_url.to_string();
+        Config::from_vars(|k| match k {
+            "DATABASE_URL" => Some(url.clone()),
+            "LEPTOS_SITE_ADDR" => Some("127.0.0.1:0".into()),
+            _ => None,
+        })
+        .unwrap_or_else(|e| panic!("test config: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let owned: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| {
+            owned
+                .iter()
+                .find(|(name, _)| name == k)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn defaults_run_on_a_local_sqlite_file() {
+        let c = Config::from_vars(vars(&[])).unwrap();
+        assert_eq!(c.database_url, "sqlite://vectorflow.db");
+        assert_eq!(c.addr.to_string(), "127.0.0.1:3000");
+        assert_eq!(c.poll_interval_ms, 5_000);
+    }
+
+    #[test]
+    fn a_bad_poll_interval_is_refused_naming_the_variable() {
+        let e = Config::from_vars(vars(&[("VF_POLL_INTERVAL_MS", "fast")])).unwrap_err();
+        assert_eq!(e.var, "VF_POLL_INTERVAL_MS");
+        assert!(e
+            .to_string()
+            .starts_with("VF_POLL_INTERVAL_MS: must be a whole number"));
+    }
+
+    #[test]
+    fn an_unknown_database_scheme_is_refused() {
+        let e = Config::from_vars(vars(&[("DATABASE_URL", "mysql://x")])).unwrap_err();
+        assert_eq!(e.var, "DATABASE_URL");
+    }
+
+    #[test]
+    fn an_enrollment_token_without_an_environment_is_refused() {
+        let e = Config::from_vars(vars(&[(
+            "VF_BOOTSTRAP_ENROLLMENT_TOKEN",
+            "0123456789abcdef",
+        )]))
+        .unwrap_err();
+        assert_eq!(e.var, "VF_BOOTSTRAP_ENROLLMENT_TOKEN");
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_database_password_or_tokens() {
+        let c = Config::from_vars(vars(&[
+            ("DATABASE_URL", "postgres://vf:hunter2secret@db/vf"),
+            ("VF_BOOTSTRAP_ENVIRONMENT", "demo"),
+            ("VF_BOOTSTRAP_ENROLLMENT_TOKEN", "enroll-secret-value-123"),
+        ]))
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2secret"), "{shown}");
+        assert!(!shown.contains("enroll-secret-value-123"), "{shown}");
+        assert!(shown.contains("postgres://vf:<redacted>@db/vf"));
+    }
+}

@@ -1,0 +1,12 @@
+//! VectorFlow's server: the web app, the agent protocol and (later) the scheduler, as a
+//! library so tests start it on port 0 with their own database.
+
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod routes;
+pub mod startup;
+pub mod telemetry;
+
+pub use config::Config;
+pub use startup::{build, build_with_clock, Application};

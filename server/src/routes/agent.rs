@@ -1,0 +1,119 @@
+//! The vf-agent protocol (SPEC section 4): enroll, config (GET, or POST carrying a
+//! heartbeat), heartbeat. Thin: authenticate, parse, call `vf-control`, answer.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use vf_agent::protocol::{EnrollRequest, Heartbeat};
+use vf_control::fleet::NodeRow;
+use vf_control::{agent, heartbeat, ControlError};
+
+use crate::error::ApiError;
+use crate::startup::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/agent/enroll", post(enroll))
+        .route("/api/agent/config", post(config_post).get(config_get))
+        .route("/api/agent/heartbeat", post(heartbeat_post))
+}
+
+/// Parses a JSON body; errors name the offending field (`pipelines[0].version: ...`).
+fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        ApiError::bad_request(field, e.into_inner().to_string())
+    })
+}
+
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or(ApiError(ControlError::Unauthorized))
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<NodeRow, ApiError> {
+    Ok(agent::node_for_token(&state.control.db, bearer(headers)?).await?)
+}
+
+async fn enroll(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let req: EnrollRequest = parse_json(&body)?;
+    let ctl = &state.control;
+    let resp = agent::enroll(&ctl.db, req, ctl.settings.poll_interval_ms, ctl.now()).await?;
+    Ok(Json(resp).into_response())
+}
+
+async fn config_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let node = authenticate(&state, &headers).await?;
+    serve_config(&state, &node, &headers, None).await
+}
+
+async fn config_post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let node = authenticate(&state, &headers).await?;
+    let hb: Option<Heartbeat> = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(parse_json(&body)?)
+    };
+    serve_config(&state, &node, &headers, hb).await
+}
+
+async fn serve_config(
+    state: &AppState,
+    node: &NodeRow,
+    headers: &HeaderMap,
+    hb: Option<Heartbeat>,
+) -> Result<Response, ApiError> {
+    let ctl = &state.control;
+    let now = ctl.now();
+    match hb {
+        Some(hb) => heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
+        None => heartbeat::touch(&ctl.db, node, now).await?,
+    }
+    let (doc, etag, kinds) =
+        agent::config_for_node(&ctl.db, node, ctl.settings.poll_interval_ms).await?;
+    for kind in kinds {
+        state.metrics.served(kind);
+    }
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    if unchanged {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
+    }
+    Ok(([(header::ETAG, etag)], Json(doc)).into_response())
+}
+
+async fn heartbeat_post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let node = authenticate(&state, &headers).await?;
+    let hb: Heartbeat = parse_json(&body)?;
+    let ctl = &state.control;
+    heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;
+    Ok(Json(serde_json::json!({ "ok": true })).into_response())
+}

@@ -1,0 +1,4 @@
+//! HTTP routes other than the web app's pages and server functions.
+
+pub mod agent;
+pub mod health;

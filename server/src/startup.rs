@@ -1,0 +1,229 @@
+//! Start-up as a library: [`build`] connects, migrates, bootstraps, binds (port 0 in tests)
+//! and returns an [`Application`] whose server runs until a shutdown signal.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{DefaultBodyLimit, FromRef, MatchedPath, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use vf_control::{fleet, Clock, Control, Db, Settings, SystemClock};
+
+use crate::config::Config;
+use crate::metrics::{Metrics, RouteLabels};
+use crate::routes;
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub control: Control,
+    pub metrics: Metrics,
+    pub leptos_options: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+/// A built, bound server that has not started serving yet.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    pub addr: SocketAddr,
+    pub control: Control,
+}
+
+/// Builds the application with the wall clock.
+pub async fn build(config: Config) -> anyhow::Result<Application> {
+    build_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// Builds the application with an injected clock (tests step time instead of sleeping).
+pub async fn build_with_clock(
+    config: Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Application> {
+    let db = Db::connect(&config.database_url).await?;
+    let control = Control::new(
+        db,
+        clock,
+        Settings {
+            poll_interval_ms: config.poll_interval_ms,
+        },
+    );
+    bootstrap(&control, &config).await?;
+
+    let listener = TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {} (LEPTOS_SITE_ADDR)", config.addr))?;
+    let addr = listener.local_addr()?;
+    let leptos_options = LeptosOptions::builder()
+        .output_name(config.output_name.clone())
+        .site_root(config.site_root.clone())
+        .site_pkg_dir(config.site_pkg_dir.clone())
+        .site_addr(addr)
+        .build();
+    let state = AppState {
+        control: control.clone(),
+        metrics: Metrics::default(),
+        leptos_options: leptos_options.clone(),
+    };
+    let router = router(state, &config);
+    Ok(Application {
+        listener,
+        router,
+        addr,
+        control,
+    })
+}
+
+/// Creates the bootstrap environment and enrollment token (idempotent), so agents can enroll
+/// without anyone clicking.
+async fn bootstrap(control: &Control, config: &Config) -> anyhow::Result<()> {
+    let Some(name) = &config.bootstrap_environment else {
+        return Ok(());
+    };
+    let env = fleet::ensure_environment(&control.db, name, control.now())
+        .await
+        .context("creating VF_BOOTSTRAP_ENVIRONMENT")?;
+    if let Some(token) = &config.bootstrap_enrollment_token {
+        fleet::create_enrollment_token(
+            &control.db,
+            "system",
+            &env.id,
+            Some(token),
+            "bootstrap",
+            control.now(),
+        )
+        .await
+        .context("registering VF_BOOTSTRAP_ENROLLMENT_TOKEN")?;
+    }
+    tracing::info!(environment = env.name, "bootstrap environment ready");
+    Ok(())
+}
+
+fn router(state: AppState, config: &Config) -> Router {
+    let overload = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
+                "server busy, retry later",
+            )
+        }))
+        .load_shed()
+        .concurrency_limit(config.agent_max_concurrency);
+    let agent = routes::agent::router()
+        .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
+        .layer(overload)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            record_metrics,
+        ));
+
+    let control = state.control.clone();
+    let routes = generate_route_list(app::App);
+    let options = state.leptos_options.clone();
+    Router::new()
+        .merge(agent)
+        .merge(routes::health::router())
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(control.clone()),
+            move || app::shell(options.clone()),
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+            app::shell,
+        ))
+        .with_state(state)
+}
+
+async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    let labels = RouteLabels {
+        route,
+        status: resp.status().as_u16(),
+    };
+    state.metrics.agent_requests.get_or_create(&labels).inc();
+    state
+        .metrics
+        .agent_latency
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    resp
+}
+
+impl Application {
+    /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s).
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        tracing::info!(addr = %self.addr, "listening");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = tx.send(());
+        });
+        let mut server = std::pin::pin!(server.into_future());
+        tokio::select! {
+            res = &mut server => res.context("serving")?,
+            _ = async { let _ = rx.await; tokio::time::sleep(Duration::from_secs(30)).await } => {
+                tracing::warn!("in-flight requests did not finish within 30 s; stopping");
+            }
+        }
+        Ok(())
+    }
+
+    /// Serves in a background task (tests); returns the base URL.
+    pub fn spawn(self) -> String {
+        let url = format!("http://{}", self.addr);
+        tokio::spawn(self.run_until(std::future::pending()));
+        url
+    }
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}
