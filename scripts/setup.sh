@@ -37,10 +37,8 @@ if ! cargo leptos --version 2>/dev/null | grep -q '0.3.10'; then
   cargo install --locked cargo-leptos --version 0.3.10 --force
 fi
 
-if [ ! -x end2end/node_modules/.bin/playwright ] || [ ! -x end2end/node_modules/.bin/wasm-opt ]; then
-  if [ -f end2end/package.json ]; then
-    log "npm packages for end2end/ (Playwright, binaryen)"
-    (cd end2end && npm ci --no-audit --no-fund)
-  fi
+if [ ! -x end2end/node_modules/.bin/playwright ]; then
+  log "npm packages for end2end/ (Playwright; the browser is Debian's chromium)"
+  (cd end2end && npm ci --no-audit --no-fund)
 fi
 log "setup done"

@@ -1,10 +1,21 @@
 //! VectorFlow's web application: pages and the server functions they call.
 #![recursion_limit = "256"]
 
+pub mod api;
+pub mod components;
+pub mod pages;
+pub mod types;
+
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
+
+use components::Layout;
+use pages::{
+    environments::EnvironmentsPage, fleet::FleetPage, groups::GroupsPage, pipeline::PipelinePage,
+    pipelines::PipelinesPage,
+};
 
 /// The HTML document around the app (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -14,6 +25,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
@@ -32,11 +44,15 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/vectorflow.css"/>
         <Title text="VectorFlow"/>
         <Router>
-            <main>
-                <Routes fallback=|| "Page not found.".into_view()>
-                    <Route path=path!("/") view=|| view! { <p>"VectorFlow"</p> }/>
+            <Layout>
+                <Routes fallback=|| view! { <h1>"Page not found"</h1> }>
+                    <Route path=path!("/") view=FleetPage/>
+                    <Route path=path!("/groups") view=GroupsPage/>
+                    <Route path=path!("/pipelines") view=PipelinesPage/>
+                    <Route path=path!("/pipelines/:id") view=PipelinePage/>
+                    <Route path=path!("/environments") view=EnvironmentsPage/>
                 </Routes>
-            </main>
+            </Layout>
         </Router>
     }
 }

@@ -13,12 +13,21 @@ use crate::{ControlError, Db, Result};
 /// Node kind of agents speaking this protocol.
 pub const KIND_VF_AGENT: &str = "vf-agent";
 
-fn optional_text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>> {
+/// An optional short fact an agent reports about itself (os, versions). Control characters
+/// are refused: PostgreSQL cannot store NUL, and these are shown in the fleet view.
+pub(crate) fn optional_text(
+    field: &str,
+    value: Option<String>,
+    max: usize,
+) -> Result<Option<String>> {
     match value {
         Some(v) if v.len() > max => Err(ControlError::invalid(
             field,
             format!("at most {max} characters"),
         )),
+        Some(v) if v.chars().any(char::is_control) => {
+            Err(ControlError::invalid(field, "no control characters"))
+        }
         other => Ok(other),
     }
 }
@@ -33,8 +42,11 @@ pub async fn enroll(
 ) -> Result<EnrollResponse> {
     let env = environment_for_enrollment_token(db, &req.token).await?;
     let hostname = req.hostname.trim().to_string();
-    if hostname.is_empty() || hostname.len() > 253 {
-        return Err(ControlError::invalid("hostname", "1-253 characters"));
+    if hostname.is_empty() || hostname.len() > 253 || hostname.chars().any(char::is_control) {
+        return Err(ControlError::invalid(
+            "hostname",
+            "1-253 characters, no control characters",
+        ));
     }
     let labels = parse_labels("labels", req.labels.unwrap_or_default())?;
     let os = optional_text("os", req.os, 100)?;

@@ -103,6 +103,15 @@ fn sqlite_url_creating_file(url: &str) -> String {
     }
 }
 
+/// A query string assembled from trusted constants (column lists), never from input:
+/// `sql!("SELECT {COLUMNS} FROM t WHERE id = $1")`. Values always go through binds.
+#[macro_export]
+macro_rules! sql {
+    ($($t:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($t)*))
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,13 +137,4 @@ mod tests {
             "sqlite://a.db?mode=ro"
         );
     }
-}
-
-/// A query string assembled from trusted constants (column lists), never from input:
-/// `sql!("SELECT {COLUMNS} FROM t WHERE id = $1")`. Values always go through binds.
-#[macro_export]
-macro_rules! sql {
-    ($($t:tt)*) => {
-        sqlx::AssertSqlSafe(format!($($t)*))
-    };
 }

@@ -76,7 +76,37 @@ pub fn minute_of(now: i64) -> i64 {
     now - now.rem_euclid(60_000)
 }
 
+/// The `SET` clauses adding a report's deltas to a per-minute row of `table`, saturating at
+/// `i64::MAX`: a node reporting absurd counters must neither fail its own polls (PostgreSQL
+/// refuses the overflow) nor leave a row SQLite has turned into a float.
+fn add_deltas(table: &str) -> String {
+    let max = i64::MAX;
+    [
+        "events_in",
+        "events_out",
+        "errors",
+        "events_discarded",
+        "bytes_in",
+        "bytes_out",
+    ]
+    .iter()
+    .map(|c| {
+        format!(
+            "{c} = CASE WHEN {table}.{c} > {max} - excluded.{c} THEN {max} \
+             ELSE {table}.{c} + excluded.{c} END"
+        )
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// Free text as PostgreSQL can store it: without NUL characters (SQLite would keep them).
+fn storable(s: &str) -> String {
+    s.replace('\0', "")
+}
+
 fn cut_status(s: &str) -> String {
+    let s = storable(s);
     let s = s.trim();
     if s.len() <= MAX_STATUS_LEN {
         return s.to_string();
@@ -101,6 +131,8 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         Some(l) => Some(serde_json::to_string(&parse_labels("labels", l)?)?),
         None => None,
     };
+    let agent_version = crate::agent::optional_text("agentVersion", hb.agent_version, 100)?;
+    let vector_version = crate::agent::optional_text("vectorVersion", hb.vector_version, 100)?;
     let mut checked = Vec::with_capacity(hb.pipelines.len());
     for (i, r) in hb.pipelines.iter().enumerate() {
         checked.push((r, Counters::from_report(i, r)?));
@@ -125,8 +157,8 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
          WHERE id = $6",
     )
     .bind(now)
-    .bind(hb.agent_version)
-    .bind(hb.vector_version)
+    .bind(agent_version)
+    .bind(vector_version)
     .bind(labels)
     .bind(host_metrics)
     .bind(&node.id)
@@ -148,7 +180,16 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         let logs = report
             .recent_logs
             .as_ref()
-            .map(|l| serde_json::to_string(&l.iter().rev().take(20).rev().collect::<Vec<_>>()))
+            .map(|l| {
+                let last: Vec<String> = l
+                    .iter()
+                    .rev()
+                    .take(20)
+                    .rev()
+                    .map(|line| storable(line))
+                    .collect();
+                serde_json::to_string(&last)
+            })
             .transpose()?;
         sqlx::query(
             "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
@@ -175,7 +216,7 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         .bind(counters.bytes_out)
         .bind(report.uptime_seconds)
         .bind(report.pid)
-        .bind(&report.config_checksum)
+        .bind(report.config_checksum.as_deref().map(storable))
         .bind(logs)
         .bind(now)
         .execute(&mut *tx)
@@ -183,18 +224,13 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         if delta == Counters::default() {
             continue;
         }
-        sqlx::query(
+        sqlx::query(crate::sql!(
             "INSERT INTO node_pipeline_metrics (node_id, pipeline_id, version, minute, events_in,
                 events_out, errors, events_discarded, bytes_in, bytes_out)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET
-                events_in = node_pipeline_metrics.events_in + excluded.events_in,
-                events_out = node_pipeline_metrics.events_out + excluded.events_out,
-                errors = node_pipeline_metrics.errors + excluded.errors,
-                events_discarded = node_pipeline_metrics.events_discarded + excluded.events_discarded,
-                bytes_in = node_pipeline_metrics.bytes_in + excluded.bytes_in,
-                bytes_out = node_pipeline_metrics.bytes_out + excluded.bytes_out",
-        )
+             ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET {}",
+            add_deltas("node_pipeline_metrics")
+        ))
         .bind(&node.id)
         .bind(&report.pipeline_id)
         .bind(report.version)
@@ -207,18 +243,13 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         .bind(delta.bytes_out)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
+        sqlx::query(crate::sql!(
             "INSERT INTO pipeline_metrics (pipeline_id, minute, events_in, events_out, errors,
                 events_discarded, bytes_in, bytes_out)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (pipeline_id, minute) DO UPDATE SET
-                events_in = pipeline_metrics.events_in + excluded.events_in,
-                events_out = pipeline_metrics.events_out + excluded.events_out,
-                errors = pipeline_metrics.errors + excluded.errors,
-                events_discarded = pipeline_metrics.events_discarded + excluded.events_discarded,
-                bytes_in = pipeline_metrics.bytes_in + excluded.bytes_in,
-                bytes_out = pipeline_metrics.bytes_out + excluded.bytes_out",
-        )
+             ON CONFLICT (pipeline_id, minute) DO UPDATE SET {}",
+            add_deltas("pipeline_metrics")
+        ))
         .bind(&report.pipeline_id)
         .bind(minute)
         .bind(delta.events_in)
@@ -294,6 +325,11 @@ mod tests {
     #[test]
     fn minutes_are_floored_to_the_minute() {
         assert_eq!(minute_of(125_000), 120_000);
+    }
+
+    #[test]
+    fn nul_characters_are_dropped_from_a_status_rather_than_refused() {
+        assert_eq!(cut_status("RUN\0NING"), "RUNNING");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! is created, a node enrolls and reports, a pipeline is deployed twice and its config,
 //! status, metrics and audit trail read back the same on both databases.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 
 use vf_agent::protocol::{EnrollRequest, Heartbeat, PipelineReport};

@@ -9,7 +9,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use vf_agent::protocol::{EnrollRequest, Heartbeat};
-use vf_control::fleet::NodeRow;
+use vf_control::fleet::{self, NodeRow};
 use vf_control::{agent, heartbeat, ControlError};
 
 use crate::error::ApiError;
@@ -87,10 +87,24 @@ async fn serve_config(
 ) -> Result<Response, ApiError> {
     let ctl = &state.control;
     let now = ctl.now();
-    match hb {
-        Some(hb) => heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
-        None => heartbeat::touch(&ctl.db, node, now).await?,
-    }
+    let reread;
+    let node = match hb {
+        Some(hb) if hb.labels.is_some() => {
+            heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?;
+            // Serve by the labels just reported: a node the selector now excludes must not
+            // receive the pipeline, not even for one round trip.
+            reread = fleet::get_node(&ctl.db, &node.id).await?;
+            &reread
+        }
+        Some(hb) => {
+            heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?;
+            node
+        }
+        None => {
+            heartbeat::touch(&ctl.db, node, now).await?;
+            node
+        }
+    };
     let (doc, etag, kinds) =
         agent::config_for_node(&ctl.db, node, ctl.settings.poll_interval_ms).await?;
     for kind in kinds {

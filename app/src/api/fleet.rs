@@ -1,0 +1,201 @@
+//! Server functions of the fleet: environments, enrollment tokens, nodes, node groups.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use crate::types::{EnvironmentView, FleetView, GroupView, Labels, TokenView};
+#[cfg(feature = "ssr")]
+use crate::types::{NodePipelineView, NodeView};
+
+#[server(endpoint = "environment.list", input = Json)]
+pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let envs = vf_control::fleet::list_environments(&ctl.db)
+        .await
+        .map_err(fail)?;
+    Ok(envs
+        .into_iter()
+        .map(|e| EnvironmentView {
+            id: e.id,
+            name: e.name,
+        })
+        .collect())
+}
+
+#[server(endpoint = "environment.create", input = Json)]
+pub async fn create_environment(name: String) -> Result<EnvironmentView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let e = vf_control::fleet::create_environment(&ctl.db, &actor(), &name, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(EnvironmentView {
+        id: e.id,
+        name: e.name,
+    })
+}
+
+#[server(endpoint = "environment.tokens", input = Json)]
+pub async fn list_enrollment_tokens(
+    environment_id: String,
+) -> Result<Vec<TokenView>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let rows = vf_control::fleet::list_enrollment_tokens(&ctl.db, &environment_id)
+        .await
+        .map_err(fail)?;
+    Ok(rows
+        .into_iter()
+        .map(|t| TokenView {
+            id: t.id,
+            prefix: t.prefix,
+            label: t.label,
+            created_at: t.created_at,
+            revoked: t.revoked_at.is_some(),
+        })
+        .collect())
+}
+
+/// Mints an enrollment token; the returned value is shown once and never again.
+#[server(endpoint = "environment.token.create", input = Json)]
+pub async fn create_enrollment_token(
+    environment_id: String,
+    label: String,
+) -> Result<String, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::get_environment(&ctl.db, &environment_id)
+        .await
+        .map_err(fail)?;
+    let (_, token) = vf_control::fleet::create_enrollment_token(
+        &ctl.db,
+        &actor(),
+        &environment_id,
+        None,
+        label.trim(),
+        ctl.now(),
+    )
+    .await
+    .map_err(fail)?;
+    token.ok_or_else(|| ServerFnError::new("token was not minted"))
+}
+
+#[server(endpoint = "fleet.nodes", input = Json)]
+pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let now = ctl.now();
+    let names: std::collections::HashMap<String, String> =
+        vf_control::pipelines::list_pipelines(&ctl.db, &environment_id)
+            .await
+            .map_err(fail)?
+            .into_iter()
+            .map(|p| (p.id, p.name))
+            .collect();
+    let nodes = vf_control::fleet::fleet(&ctl.db, &environment_id, now)
+        .await
+        .map_err(fail)?;
+    Ok(FleetView {
+        now,
+        nodes: nodes
+            .into_iter()
+            .map(|n| NodeView {
+                id: n.node.id.clone(),
+                name: n.node.name.clone(),
+                kind: n.node.kind.clone(),
+                operator_labels: n.node.operator_labels(),
+                labels: n.labels,
+                status: n.status.as_str().to_string(),
+                agent_version: n.node.agent_version.clone(),
+                last_seen_age_ms: n.node.last_seen_at.map(|t| now - t),
+                pipelines: n
+                    .pipelines
+                    .into_iter()
+                    .map(|p| NodePipelineView {
+                        pipeline_name: names
+                            .get(&p.pipeline_id)
+                            .cloned()
+                            .unwrap_or_else(|| p.pipeline_id.clone()),
+                        pipeline_id: p.pipeline_id,
+                        version: p.version,
+                        status: p.status,
+                        events_in: p.events_in,
+                        errors_total: p.errors_total,
+                        message: p.message,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+#[server(endpoint = "fleet.node.labels", input = Json)]
+pub async fn set_node_labels(node_id: String, labels: Labels) -> Result<(), ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::set_operator_labels(&ctl.db, &actor(), &node_id, labels, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+#[server(endpoint = "fleet.groups", input = Json)]
+pub async fn list_node_groups(environment_id: String) -> Result<Vec<GroupView>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let groups = vf_control::fleet::list_node_groups(&ctl.db, &environment_id)
+        .await
+        .map_err(fail)?;
+    let nodes = vf_control::fleet::list_nodes(&ctl.db, &environment_id)
+        .await
+        .map_err(fail)?;
+    Ok(groups
+        .into_iter()
+        .map(|g| {
+            let criteria = g.criteria();
+            let matching_nodes = nodes
+                .iter()
+                .filter(|n| vf_rules::labels_match(&criteria, &n.labels()))
+                .map(|n| n.name.clone())
+                .collect();
+            GroupView {
+                id: g.id,
+                name: g.name,
+                criteria,
+                matching_nodes,
+            }
+        })
+        .collect())
+}
+
+#[server(endpoint = "fleet.group.create", input = Json)]
+pub async fn create_node_group(
+    environment_id: String,
+    name: String,
+    criteria: Labels,
+) -> Result<(), ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::create_node_group(
+        &ctl.db,
+        &actor(),
+        &environment_id,
+        &name,
+        criteria,
+        ctl.now(),
+    )
+    .await
+    .map_err(fail)?;
+    Ok(())
+}
+
+#[server(endpoint = "fleet.group.delete", input = Json)]
+pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::delete_node_group(&ctl.db, &actor(), &id, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(())
+}

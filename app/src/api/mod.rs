@@ -1,0 +1,18 @@
+//! Server functions: the app's API. Endpoint names are stable (automation calls them with
+//! JSON at `/api/<endpoint>`); each function authenticates, parses, calls `vf-control`, and
+//! maps errors once.
+
+pub mod fleet;
+pub mod pipelines;
+#[cfg(feature = "ssr")]
+mod server;
+
+use leptos::prelude::ServerFnError;
+
+/// The message to show for a failed server call, without the framework's prefix.
+pub fn error_text(e: &ServerFnError) -> String {
+    match e {
+        ServerFnError::ServerError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,164 @@
+//! Server functions of pipelines: list, create, detail, versions, diff, direct deploy.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use crate::types::{DiffLineView, Labels, PipelineDetail, PipelineSummary, VersionView};
+
+#[cfg(feature = "ssr")]
+fn summary(p: vf_control::pipelines::PipelineRow) -> PipelineSummary {
+    PipelineSummary {
+        node_selector: p.node_selector(),
+        id: p.id,
+        environment_id: p.environment_id,
+        name: p.name,
+        deployed_version: p.deployed_version,
+        updated_at: p.updated_at,
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
+    VersionView {
+        version: v.version,
+        checksum: v.checksum,
+        changelog: v.changelog,
+        author: v.author,
+        created_at: v.created_at,
+    }
+}
+
+#[server(endpoint = "pipeline.list", input = Json)]
+pub async fn list_pipelines(environment_id: String) -> Result<Vec<PipelineSummary>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let rows = vf_control::pipelines::list_pipelines(&ctl.db, &environment_id)
+        .await
+        .map_err(fail)?;
+    Ok(rows.into_iter().map(summary).collect())
+}
+
+#[server(endpoint = "pipeline.create", input = Json)]
+pub async fn create_pipeline(
+    environment_id: String,
+    name: String,
+    node_selector: Labels,
+) -> Result<PipelineSummary, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let row = vf_control::pipelines::create_pipeline(
+        &ctl.db,
+        &actor(),
+        &environment_id,
+        &name,
+        node_selector,
+        ctl.now(),
+    )
+    .await
+    .map_err(fail)?;
+    Ok(summary(row))
+}
+
+#[server(endpoint = "pipeline.get", input = Json)]
+pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
+    use super::server::*;
+    use crate::types::{EnvironmentView, PipelineNodeView};
+    use vf_control::{delivery, fleet, pipelines};
+    let ctl = control()?;
+    let p = pipelines::get_pipeline(&ctl.db, &id).await.map_err(fail)?;
+    let env = fleet::get_environment(&ctl.db, &p.environment_id)
+        .await
+        .map_err(fail)?;
+    let versions = pipelines::list_versions(&ctl.db, &id).await.map_err(fail)?;
+    let deployed_config = p
+        .deployed_version
+        .and_then(|d| versions.iter().find(|v| v.version == d))
+        .map(|v| v.config_yaml.clone());
+    let fleet = fleet::fleet(&ctl.db, &p.environment_id, ctl.now())
+        .await
+        .map_err(fail)?;
+    let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
+    let served = delivery::served_nodes(&ctl.db, &p, &rows)
+        .await
+        .map_err(fail)?;
+    let nodes = fleet
+        .into_iter()
+        .zip(served)
+        .map(|(n, s)| {
+            let report = n.pipelines.iter().find(|r| r.pipeline_id == id);
+            PipelineNodeView {
+                node_id: n.node.id.clone(),
+                node_name: n.node.name.clone(),
+                node_status: n.status.as_str().to_string(),
+                served: s.kind().to_string(),
+                served_version: s.version(),
+                running_version: report.and_then(|r| r.version),
+                process_status: report.map(|r| r.status.clone()),
+                events_in: report.map(|r| r.events_in).unwrap_or(0),
+                errors_total: report.map(|r| r.errors_total).unwrap_or(0),
+            }
+        })
+        .collect();
+    Ok(PipelineDetail {
+        pipeline: summary(p),
+        environment: EnvironmentView {
+            id: env.id,
+            name: env.name,
+        },
+        versions: versions.into_iter().map(version_view).collect(),
+        deployed_config,
+        nodes,
+    })
+}
+
+#[server(endpoint = "pipeline.version.config", input = Json)]
+pub async fn version_config(pipeline_id: String, version: i64) -> Result<String, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let v = vf_control::pipelines::get_version(&ctl.db, &pipeline_id, version)
+        .await
+        .map_err(fail)?;
+    Ok(v.config_yaml)
+}
+
+/// Publishes a new version and deploys it to every eligible node.
+#[server(endpoint = "pipeline.deploy", input = Json)]
+pub async fn deploy_pipeline(
+    pipeline_id: String,
+    config_yaml: String,
+    changelog: String,
+) -> Result<VersionView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let v = vf_control::pipelines::deploy(
+        &ctl.db,
+        &actor(),
+        &pipeline_id,
+        &config_yaml,
+        &changelog,
+        ctl.now(),
+    )
+    .await
+    .map_err(fail)?;
+    Ok(version_view(v))
+}
+
+#[server(endpoint = "pipeline.diff", input = Json)]
+pub async fn diff_versions(
+    pipeline_id: String,
+    from: i64,
+    to: i64,
+) -> Result<Vec<DiffLineView>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let lines = vf_control::pipelines::diff_versions(&ctl.db, &pipeline_id, from, to)
+        .await
+        .map_err(fail)?;
+    Ok(lines
+        .into_iter()
+        .map(|l| DiffLineView {
+            op: l.op.to_string(),
+            text: l.text,
+        })
+        .collect())
+}

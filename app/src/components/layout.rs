@@ -1,0 +1,96 @@
+//! The page frame: header, environment picker, navigation; and the helpers pages use to
+//! know the selected environment and to refresh live.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::fleet::list_environments;
+use crate::types::EnvironmentView;
+
+/// The environment name chosen in the URL (`?env=staging`), if any.
+pub fn use_env_name() -> Memo<Option<String>> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get("env").filter(|s| !s.is_empty()))
+}
+
+/// The environment a page shows: the one named in the URL, else the first one.
+pub async fn current_env(name: Option<String>) -> Result<Option<EnvironmentView>, ServerFnError> {
+    let envs = list_environments().await?;
+    Ok(match name {
+        Some(n) => envs.into_iter().find(|e| e.name == n),
+        None => envs.into_iter().next(),
+    })
+}
+
+/// A counter that goes up every `ms` milliseconds in the browser (never on the server), for
+/// resources that refresh live.
+pub fn use_tick(ms: u64) -> ReadSignal<u64> {
+    let (tick, set_tick) = signal(0u64);
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(
+            move || set_tick.update(|t| *t += 1),
+            std::time::Duration::from_millis(ms),
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(h) = handle {
+                h.clear();
+            }
+        });
+    });
+    tick
+}
+
+#[component]
+pub fn Layout(children: Children) -> impl IntoView {
+    let env_name = use_env_name();
+    let envs = Resource::new(|| (), |_| list_environments());
+    let suffix = move || {
+        env_name
+            .get()
+            .map(|n| format!("?env={n}"))
+            .unwrap_or_default()
+    };
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">"VectorFlow"</a>
+            <nav aria-label="Main">
+                <A href=move || format!("/{}", suffix())>"Fleet"</A>
+                <A href=move || format!("/groups{}", suffix())>"Node groups"</A>
+                <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>
+                <A href=move || format!("/environments{}", suffix())>"Environments"</A>
+            </nav>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let envs = envs.await.unwrap_or_default();
+                    let selected = env_name
+                        .get()
+                        .or_else(|| envs.first().map(|e| e.name.clone()))
+                        .unwrap_or_default();
+                    view! {
+                        <div class="env-picker">
+                            <span class="muted">"Environment"</span>
+                            {envs
+                                .into_iter()
+                                .map(|e| {
+                                    let active = e.name == selected;
+                                    view! {
+                                        <a
+                                            class:active=active
+                                            aria-current=if active { Some("true") } else { None }
+                                            href=format!("/?env={}", e.name)
+                                        >
+                                            {e.name.clone()}
+                                        </a>
+                                    }
+                                })
+                                .collect_view()}
+                        </div>
+                    }
+                })}
+            </Transition>
+        </header>
+        <main class="page">{children()}</main>
+    }
+}

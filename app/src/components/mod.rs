@@ -1,0 +1,43 @@
+//! Small pieces every page uses.
+
+mod layout;
+
+pub use layout::{current_env, use_env_name, use_tick, Layout};
+
+use leptos::prelude::*;
+
+use crate::types::Labels;
+
+/// A status with a colour AND its name: never colour alone.
+#[component]
+pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
+    let class = format!(
+        "badge badge-{}",
+        status.to_ascii_lowercase().replace('_', "-")
+    );
+    let label = status.clone();
+    view! { <span class=class data-status=status>{label}</span> }
+}
+
+/// Labels as `key=value` chips.
+#[component]
+pub fn LabelChips(labels: Labels) -> impl IntoView {
+    if labels.is_empty() {
+        return view! { <span class="muted">"none"</span> }.into_any();
+    }
+    view! {
+        <span class="chips">
+            {labels
+                .into_iter()
+                .map(|(k, v)| view! { <span class="chip">{k}"="{v}</span> })
+                .collect_view()}
+        </span>
+    }
+    .into_any()
+}
+
+/// A readable error from a server call.
+#[component]
+pub fn ErrorBox(#[prop(into)] message: String) -> impl IntoView {
+    view! { <div class="error" role="alert">{message}</div> }
+}

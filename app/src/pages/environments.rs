@@ -1,0 +1,103 @@
+//! Environments and their agent enrollment tokens (shown once, listed by prefix).
+
+use leptos::prelude::*;
+
+use crate::api::error_text;
+use crate::api::fleet::{list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment};
+use crate::components::{current_env, use_env_name, ErrorBox};
+use crate::types::format_time;
+
+#[component]
+pub fn EnvironmentsPage() -> impl IntoView {
+    let env_name = use_env_name();
+    let create_env = ServerAction::<CreateEnvironment>::new();
+    let create_token = ServerAction::<CreateEnrollmentToken>::new();
+    let data = Resource::new(
+        move || {
+            (
+                env_name.get(),
+                create_env.version().get(),
+                create_token.version().get(),
+            )
+        },
+        |(name, _, _)| async move {
+            match current_env(name).await? {
+                Some(env) => list_enrollment_tokens(env.id.clone())
+                    .await
+                    .map(|t| Some((env, t))),
+                None => Ok(None),
+            }
+        },
+    );
+    let new_name = RwSignal::new(String::new());
+    let token_label = RwSignal::new(String::new());
+    view! {
+        <h1>"Environments"</h1>
+        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                    Ok(None) => view! { <p class="empty">"No environment yet: create one below."</p> }.into_any(),
+                    Ok(Some((env, tokens))) => {
+                        let env_id = env.id.clone();
+                        view! {
+                            <section class="card">
+                                <h2>{format!("Enrollment tokens of {}", env.name)}</h2>
+                                <table class="grid">
+                                    <thead><tr>
+                                        <th scope="col">"Prefix"</th><th scope="col">"Label"</th>
+                                        <th scope="col">"Created"</th><th scope="col">"State"</th>
+                                    </tr></thead>
+                                    <tbody>
+                                        {tokens.into_iter().map(|t| view! {
+                                            <tr>
+                                                <td class="mono">{format!("{}...", t.prefix)}</td>
+                                                <td>{t.label.clone()}</td>
+                                                <td>{format_time(t.created_at)}</td>
+                                                <td>{if t.revoked { "revoked" } else { "active" }}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                                <form class="form inline" on:submit=move |ev| {
+                                    ev.prevent_default();
+                                    create_token.dispatch(CreateEnrollmentToken {
+                                        environment_id: env_id.clone(),
+                                        label: token_label.get_untracked(),
+                                    });
+                                }>
+                                    <label>"Label " <input bind:value=token_label placeholder="eu-west agents"/></label>
+                                    <button type="submit">"New enrollment token"</button>
+                                </form>
+                            </section>
+                        }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+        {move || create_token.value().get().map(|r| match r {
+            Ok(token) => view! {
+                <div class="card ok" role="status">
+                    <p>"Copy this token now: it is shown only once."</p>
+                    <code class="secret" data-testid="new-token">{token}</code>
+                </div>
+            }.into_any(),
+            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+        })}
+        <form class="card form" on:submit=move |ev| {
+            ev.prevent_default();
+            create_env.dispatch(CreateEnvironment { name: new_name.get_untracked() });
+        }>
+            <h2>"New environment"</h2>
+            <label>"Name" <input required bind:value=new_name placeholder="production"/></label>
+            <button type="submit">"Create environment"</button>
+            {move || create_env.value().get().map(|r| match r {
+                Ok(e) => {
+                    let href = format!("/?env={}", e.name);
+                    view! { <p class="ok" role="status">"Created " <a href=href>{e.name}</a></p> }.into_any()
+                }
+                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+            })}
+        </form>
+    }
+}

@@ -1,0 +1,119 @@
+//! The fleet view: every node of the environment with labels, status, last contact and
+//! what each pipeline process reports. Refreshes every few seconds.
+
+use leptos::prelude::*;
+
+use crate::api::error_text;
+use crate::api::fleet::fleet_nodes;
+use crate::components::{current_env, use_env_name, use_tick, ErrorBox, LabelChips, StatusBadge};
+use crate::types::{format_age, FleetView, NodeView};
+
+#[component]
+pub fn FleetPage() -> impl IntoView {
+    let env_name = use_env_name();
+    let tick = use_tick(3_000);
+    let fleet = Resource::new(
+        move || (env_name.get(), tick.get()),
+        |(name, _)| async move {
+            match current_env(name).await? {
+                Some(env) => fleet_nodes(env.id).await.map(|f| Some((env.name, f))),
+                None => Ok(None),
+            }
+        },
+    );
+    view! {
+        <h1>"Fleet"</h1>
+        <Transition fallback=|| view! { <p class="muted">"Loading fleet..."</p> }>
+            {move || Suspend::new(async move {
+                match fleet.await {
+                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                    Ok(None) => view! {
+                        <p class="empty">"No environment yet. Create one under Environments."</p>
+                    }.into_any(),
+                    Ok(Some((env, f))) => view! { <FleetTable env f/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn FleetTable(env: String, f: FleetView) -> impl IntoView {
+    let count = f.nodes.len();
+    let healthy = f.nodes.iter().filter(|n| n.status == "HEALTHY").count();
+    if f.nodes.is_empty() {
+        return view! {
+            <p class="empty">
+                "No nodes in " {env.clone()} " yet. Start an agent with an enrollment token of this environment."
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <p class="summary" data-testid="fleet-summary">
+            {format!("{count} nodes in {env}, {healthy} healthy")}
+        </p>
+        <table class="grid" data-testid="fleet-table">
+            <thead>
+                <tr>
+                    <th scope="col">"Node"</th>
+                    <th scope="col">"Status"</th>
+                    <th scope="col">"Labels"</th>
+                    <th scope="col">"Last seen"</th>
+                    <th scope="col">"Agent"</th>
+                    <th scope="col">"Pipelines"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {f.nodes.into_iter().map(|n| view! { <NodeRow n/> }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn NodeRow(n: NodeView) -> impl IntoView {
+    let seen = n
+        .last_seen_age_ms
+        .map(format_age)
+        .unwrap_or_else(|| "never".into());
+    view! {
+        <tr data-node=n.name.clone()>
+            <th scope="row">
+                <div>{n.name.clone()}</div>
+                <div class="muted small">{n.kind.clone()}</div>
+            </th>
+            <td><StatusBadge status=n.status.clone()/></td>
+            <td><LabelChips labels=n.labels.clone()/></td>
+            <td>{seen}</td>
+            <td>{n.agent_version.clone().unwrap_or_else(|| "-".into())}</td>
+            <td>
+                {if n.pipelines.is_empty() {
+                    view! { <span class="muted">"none reported"</span> }.into_any()
+                } else {
+                    view! {
+                        <ul class="plain">
+                            {n.pipelines
+                                .into_iter()
+                                .map(|p| {
+                                    let version = p.version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
+                                    let version_attr = version.clone();
+                                    view! {
+                                        <li data-pipeline=p.pipeline_name.clone() data-version=version_attr>
+                                            <strong>{p.pipeline_name.clone()}</strong>" "{version}" "
+                                            <StatusBadge status=p.status.clone()/>
+                                            <span class="muted small">
+                                                {format!(" {} in, {} errors", p.events_in, p.errors_total)}
+                                            </span>
+                                        </li>
+                                    }
+                                })
+                                .collect_view()}
+                        </ul>
+                    }.into_any()
+                }}
+            </td>
+        </tr>
+    }
+}

@@ -1,0 +1,7 @@
+//! One module per page.
+
+pub mod environments;
+pub mod fleet;
+pub mod groups;
+pub mod pipeline;
+pub mod pipelines;

@@ -1,0 +1,228 @@
+//! A pipeline: what each node is served and runs, the direct-deploy form, its versions and a
+//! diff between any two of them. Refreshes live.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::error_text;
+use crate::api::pipelines::{diff_versions, get_pipeline, DeployPipeline};
+use crate::components::{use_tick, ErrorBox, LabelChips, StatusBadge};
+use crate::types::{format_time, PipelineDetail, PipelineNodeView, VersionView};
+
+#[component]
+pub fn PipelinePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let tick = use_tick(3_000);
+    let deploy = ServerAction::<DeployPipeline>::new();
+    let detail = Resource::new(
+        move || (id.get(), tick.get(), deploy.version().get()),
+        |(id, _, _)| get_pipeline(id),
+    );
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading pipeline..."</p> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                    Ok(d) => view! { <PipelineHeader d=d.clone()/> <NodesTable nodes=d.nodes.clone()/> <Versions d/> }.into_any(),
+                }
+            })}
+        </Transition>
+        <DeployForm id deploy detail/>
+    }
+}
+
+#[component]
+fn PipelineHeader(d: PipelineDetail) -> impl IntoView {
+    let p = d.pipeline;
+    view! {
+        <p class="crumbs"><a href=format!("/pipelines?env={}", d.environment.name)>"Pipelines"</a>" / " {d.environment.name.clone()}</p>
+        <h1>{p.name.clone()}</h1>
+        <dl class="facts">
+            <dt>"Deployed version"</dt>
+            <dd data-testid="deployed-version">{p.deployed_version.map(|v| format!("v{v}")).unwrap_or_else(|| "not deployed".into())}</dd>
+            <dt>"Node selector"</dt>
+            <dd><LabelChips labels=p.node_selector.clone()/></dd>
+        </dl>
+    }
+}
+
+#[component]
+fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
+    if nodes.is_empty() {
+        return view! { <p class="empty">"No nodes in this environment."</p> }.into_any();
+    }
+    view! {
+        <h2>"Nodes"</h2>
+        <table class="grid" data-testid="pipeline-nodes">
+            <thead><tr>
+                <th scope="col">"Node"</th>
+                <th scope="col">"Agent"</th>
+                <th scope="col">"Served"</th>
+                <th scope="col">"Running"</th>
+                <th scope="col">"Process"</th>
+                <th scope="col">"Events in"</th>
+                <th scope="col">"Errors"</th>
+            </tr></thead>
+            <tbody>
+                {nodes.into_iter().map(|n| {
+                    let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
+                    let running_attr = running.clone();
+                    let served = match n.served_version {
+                        Some(v) => format!("v{v} ({})", n.served.replace('_', " ")),
+                        None => n.served.replace('_', " "),
+                    };
+                    view! {
+                        <tr data-node=n.node_name.clone() data-running=running_attr>
+                            <th scope="row">{n.node_name.clone()}</th>
+                            <td><StatusBadge status=n.node_status.clone()/></td>
+                            <td>{served}</td>
+                            <td>{running}</td>
+                            <td>{match n.process_status.clone() {
+                                Some(s) => view! { <StatusBadge status=s/> }.into_any(),
+                                None => view! { <span class="muted">"-"</span> }.into_any(),
+                            }}</td>
+                            <td class="num">{n.events_in}</td>
+                            <td class="num">{n.errors_total}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn Versions(d: PipelineDetail) -> impl IntoView {
+    let id = d.pipeline.id.clone();
+    let versions = d.versions.clone();
+    if versions.is_empty() {
+        return view! { <p class="empty">"No versions yet: deploy a config below."</p> }.into_any();
+    }
+    let newest = versions.first().map(|v| v.version).unwrap_or(1);
+    let from = RwSignal::new((newest - 1).max(1));
+    let to = RwSignal::new(newest);
+    let diff = Resource::new(
+        move || (id.clone(), from.get(), to.get()),
+        |(id, from, to)| diff_versions(id, from, to),
+    );
+    let options = move |selected: RwSignal<i64>| {
+        versions
+            .iter()
+            .map(|v| {
+                let n = v.version;
+                view! { <option value=n.to_string() selected=move || selected.get() == n>{format!("v{n}")}</option> }
+            })
+            .collect_view()
+    };
+    let from_options = options(from);
+    let to_options = options(to);
+    view! {
+        <h2>"Versions"</h2>
+        <table class="grid" data-testid="versions">
+            <thead><tr>
+                <th scope="col">"Version"</th>
+                <th scope="col">"Changelog"</th>
+                <th scope="col">"Author"</th>
+                <th scope="col">"Created"</th>
+                <th scope="col">"Checksum"</th>
+            </tr></thead>
+            <tbody>
+                {d.versions.into_iter().map(|v: VersionView| view! {
+                    <tr>
+                        <th scope="row">{format!("v{}", v.version)}
+                            {(Some(v.version) == d.pipeline.deployed_version).then(|| view! { " " <span class="badge badge-deployed">"DEPLOYED"</span> })}
+                        </th>
+                        <td>{v.changelog.clone()}</td>
+                        <td>{v.author.clone()}</td>
+                        <td>{format_time(v.created_at)}</td>
+                        <td class="mono small">{v.checksum[..12.min(v.checksum.len())].to_string()}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        <section class="card" aria-label="Diff">
+            <h3>"Diff"</h3>
+            <div class="pickers">
+                <label>"From" <select on:change=move |ev| from.set(event_target_value(&ev).parse().unwrap_or(1))>{from_options}</select></label>
+                <label>"To" <select on:change=move |ev| to.set(event_target_value(&ev).parse().unwrap_or(1))>{to_options}</select></label>
+            </div>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match diff.await {
+                        Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                        Ok(lines) => view! {
+                            <pre class="diff" data-testid="diff">
+                                {lines.into_iter().map(|l| {
+                                    let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
+                                    view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
+                                }).collect_view()}
+                            </pre>
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+    .into_any()
+}
+
+/// The direct-deploy form, prefilled with the deployed config once it is known.
+#[component]
+fn DeployForm(
+    id: Memo<String>,
+    deploy: ServerAction<DeployPipeline>,
+    detail: Resource<Result<PipelineDetail, ServerFnError>>,
+) -> impl IntoView {
+    let config = RwSignal::new(String::new());
+    let changelog = RwSignal::new(String::new());
+    let touched = RwSignal::new(false);
+    Effect::new(move |_| {
+        if touched.get_untracked() {
+            return;
+        }
+        if let Some(Ok(d)) = detail.get() {
+            if let Some(c) = d.deployed_config {
+                config.set(c);
+            }
+        }
+    });
+    let empty = Memo::new(move |_| config.get().trim().is_empty());
+    let line_numbers = move || {
+        let n = config.get().lines().count().max(1);
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    view! {
+        <form class="card form" aria-label="Deploy" on:submit=move |ev| {
+            ev.prevent_default();
+            deploy.dispatch(DeployPipeline {
+                pipeline_id: id.get_untracked(),
+                config_yaml: config.get_untracked(),
+                changelog: changelog.get_untracked(),
+            });
+            touched.set(false);
+        }>
+            <h2>"Deploy"</h2>
+            <p class="muted">"Publishes the config as a new version and deploys it to every node the selector admits."</p>
+            <label for="config">"Config (YAML)"</label>
+            <div class="editor">
+                <pre class="gutter" aria-hidden="true">{line_numbers}</pre>
+                <textarea id="config" name="config" rows="14" spellcheck="false"
+                    prop:value=move || config.get()
+                    on:input=move |ev| { touched.set(true); config.set(event_target_value(&ev)); }
+                    aria-invalid=move || empty.get().to_string()></textarea>
+            </div>
+            {move || (empty.get() && touched.get()).then(|| view! { <p class="field-error">"configYaml: must not be empty"</p> })}
+            <label>"Changelog" <input name="changelog" bind:value=changelog placeholder="What changed and why"/></label>
+            <button type="submit" class="primary" disabled=move || empty.get() || deploy.pending().get()>"Deploy now"</button>
+            {move || deploy.value().get().map(|r| match r {
+                Ok(v) => view! { <p class="ok" role="status">{format!("Deployed v{}", v.version)}</p> }.into_any(),
+                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+            })}
+        </form>
+    }
+}

@@ -1,0 +1,91 @@
+//! The pipelines of an environment, and a form to create one.
+
+use leptos::prelude::*;
+
+use crate::api::error_text;
+use crate::api::pipelines::{list_pipelines, CreatePipeline};
+use crate::components::{current_env, use_env_name, ErrorBox, LabelChips};
+use crate::types::{format_time, parse_label_text};
+
+#[component]
+pub fn PipelinesPage() -> impl IntoView {
+    let env_name = use_env_name();
+    let create = ServerAction::<CreatePipeline>::new();
+    let list = Resource::new(
+        move || (env_name.get(), create.version().get()),
+        |(name, _)| async move {
+            match current_env(name).await? {
+                Some(env) => list_pipelines(env.id.clone()).await.map(|p| Some((env, p))),
+                None => Ok(None),
+            }
+        },
+    );
+    let name = RwSignal::new(String::new());
+    let selector = RwSignal::new(String::new());
+    let selector_error = Memo::new(move |_| parse_label_text(&selector.get()).err());
+    view! {
+        <h1>"Pipelines"</h1>
+        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
+            {move || Suspend::new(async move {
+                match list.await {
+                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                    Ok(None) => view! { <p class="empty">"No environment yet."</p> }.into_any(),
+                    Ok(Some((env, pipelines))) => {
+                        let env_id = env.id.clone();
+                        view! {
+                            {if pipelines.is_empty() {
+                                view! { <p class="empty">"No pipelines yet."</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="grid" data-testid="pipelines-table">
+                                        <thead><tr>
+                                            <th scope="col">"Pipeline"</th>
+                                            <th scope="col">"Deployed"</th>
+                                            <th scope="col">"Node selector"</th>
+                                            <th scope="col">"Updated"</th>
+                                        </tr></thead>
+                                        <tbody>
+                                            {pipelines.into_iter().map(|p| view! {
+                                                <tr>
+                                                    <th scope="row"><a href=format!("/pipelines/{}", p.id)>{p.name.clone()}</a></th>
+                                                    <td>{p.deployed_version.map(|v| format!("v{v}")).unwrap_or_else(|| "not deployed".into())}</td>
+                                                    <td><LabelChips labels=p.node_selector.clone()/></td>
+                                                    <td>{format_time(p.updated_at)}</td>
+                                                </tr>
+                                            }).collect_view()}
+                                        </tbody>
+                                    </table>
+                                }.into_any()
+                            }}
+                            <form class="card form" on:submit=move |ev| {
+                                ev.prevent_default();
+                                if let Ok(sel) = parse_label_text(&selector.get_untracked()) {
+                                    create.dispatch(CreatePipeline {
+                                        environment_id: env_id.clone(),
+                                        name: name.get_untracked(),
+                                        node_selector: sel,
+                                    });
+                                }
+                            }>
+                                <h2>"New pipeline"</h2>
+                                <label>"Name" <input name="name" required bind:value=name placeholder="edge-logs"/></label>
+                                <label>"Node selector (key=value, empty = every node)"
+                                    <input name="nodeSelector" bind:value=selector placeholder="tier=edge"
+                                        aria-invalid=move || selector_error.get().is_some().to_string()/>
+                                </label>
+                                {move || selector_error.get().map(|m| view! { <p class="field-error">{m}</p> })}
+                                <button type="submit" disabled=move || selector_error.get().is_some()>"Create pipeline"</button>
+                            </form>
+                        }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+        {move || create.value().get().map(|r| match r {
+            Ok(p) => view! {
+                <p class="ok" role="status">"Created " <a href=format!("/pipelines/{}", p.id)>{p.name}</a></p>
+            }.into_any(),
+            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+        })}
+    }
+}

@@ -1,0 +1,205 @@
+//! What the pages receive from server functions. Compiled for the server and the browser;
+//! separate from the database row types on purpose. Numbers are i64, never usize.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentView {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenView {
+    pub id: String,
+    pub prefix: String,
+    pub label: String,
+    pub created_at: i64,
+    pub revoked: bool,
+}
+
+/// One node's report for one pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePipelineView {
+    pub pipeline_id: String,
+    pub pipeline_name: String,
+    pub version: Option<i64>,
+    pub status: String,
+    pub events_in: i64,
+    pub errors_total: i64,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub labels: Labels,
+    pub operator_labels: Labels,
+    pub status: String,
+    pub agent_version: Option<String>,
+    /// How long ago the node last spoke, as of `FleetView::now`; None if never.
+    pub last_seen_age_ms: Option<i64>,
+    pub pipelines: Vec<NodePipelineView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetView {
+    pub now: i64,
+    pub nodes: Vec<NodeView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupView {
+    pub id: String,
+    pub name: String,
+    pub criteria: Labels,
+    /// Nodes whose labels match every criterion right now.
+    pub matching_nodes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineSummary {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub node_selector: Labels,
+    pub deployed_version: Option<i64>,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionView {
+    pub version: i64,
+    pub checksum: String,
+    pub changelog: String,
+    pub author: String,
+    pub created_at: i64,
+}
+
+/// What one node of the environment gets of this pipeline, and what it reports running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineNodeView {
+    pub node_id: String,
+    pub node_name: String,
+    pub node_status: String,
+    /// canary, previous, withheld, deployed, undeployed, not_selected
+    pub served: String,
+    pub served_version: Option<i64>,
+    pub running_version: Option<i64>,
+    pub process_status: Option<String>,
+    pub events_in: i64,
+    pub errors_total: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineDetail {
+    pub pipeline: PipelineSummary,
+    pub environment: EnvironmentView,
+    pub versions: Vec<VersionView>,
+    /// The deployed version's config body, to prefill the deploy form.
+    pub deployed_config: Option<String>,
+    pub nodes: Vec<PipelineNodeView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffLineView {
+    pub op: String,
+    pub text: String,
+}
+
+/// Parses `k=v, k2=v2` (commas or new lines) into labels; the message says what is wrong.
+pub fn parse_label_text(text: &str) -> Result<Labels, String> {
+    let mut out = Labels::new();
+    for part in text
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let Some((k, v)) = part.split_once('=') else {
+            return Err(format!("\"{part}\" is not key=value"));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            return Err(format!("\"{part}\" has an empty key"));
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// `k=v, k2=v2`, the inverse of [`parse_label_text`].
+pub fn label_text(labels: &Labels) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A unix-ms time as `YYYY-MM-DD HH:MM:SS UTC` (the same on server and browser).
+pub fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// `4s ago`, `3m ago`, `2h ago`, `5d ago`.
+pub fn format_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s ago"),
+        60..=3599 => format!("{}m ago", s / 60),
+        3600..=86_399 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_text_round_trips_and_names_a_bad_pair() {
+        let l = parse_label_text("tier=edge, zone = z1\nrollout-wave=a").unwrap();
+        assert_eq!(label_text(&l), "rollout-wave=a, tier=edge, zone=z1");
+        assert_eq!(
+            parse_label_text("tier").unwrap_err(),
+            "\"tier\" is not key=value"
+        );
+        assert!(parse_label_text("  ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn times_format_as_utc() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(format_time(1_700_000_000_000), "2023-11-14 22:13:20 UTC");
+    }
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(format_age(4_000), "4s ago");
+        assert_eq!(format_age(180_000), "3m ago");
+    }
+}

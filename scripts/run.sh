@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs VectorFlow on SQLite with a demo environment and six simulated agents, at
+# http://127.0.0.1:3000. Ctrl-C stops everything. Data stays in .vf-demo/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+bash scripts/setup.sh
+cargo leptos build
+cargo build -p vf-agent
+
+mkdir -p .vf-demo
+export DATABASE_URL="${DATABASE_URL:-sqlite://$PWD/.vf-demo/vectorflow.db}"
+export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
+export LEPTOS_SITE_ROOT="$PWD/target/site" LEPTOS_SITE_PKG_DIR=pkg LEPTOS_OUTPUT_NAME=vectorflow
+export VF_BOOTSTRAP_ENVIRONMENT="${VF_BOOTSTRAP_ENVIRONMENT:-demo}"
+export VF_BOOTSTRAP_ENROLLMENT_TOKEN="${VF_BOOTSTRAP_ENROLLMENT_TOKEN:-demo-enrollment-token-0001}"
+url="http://$LEPTOS_SITE_ADDR"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+"$CARGO_TARGET_DIR/debug/server" &
+pids+=($!)
+for _ in $(seq 1 100); do curl -fs "$url/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+
+"$CARGO_TARGET_DIR/debug/vf-agent" --server "$url" --token "$VF_BOOTSTRAP_ENROLLMENT_TOKEN" \
+  --data-dir .vf-demo/agents --simulate 6 --hostname-template 'demo-{i}' \
+  --label 'rollout-wave={i%2}' --label 'zone=z{i%3}' --label tier=edge --sim-error-rate 0.001 &
+pids+=($!)
+
+printf '\nVectorFlow is running at %s (environment "%s", 6 simulated agents). Ctrl-C stops it.\n\n' \
+  "$url" "$VF_BOOTSTRAP_ENVIRONMENT"
+wait "${pids[0]}"

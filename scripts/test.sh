@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit and integration tests on SQLite and
+# PostgreSQL, then the Playwright suite against the built app in headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+log="$(mktemp /tmp/vf-test.XXXXXX.log)"
+step() { printf '\n==> %s\n' "$*"; }
+
+bash scripts/setup.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "clippy (server side, warnings denied)"
+cargo clippy -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app --all-targets -- -D warnings
+step "clippy (browser side, wasm32)"
+cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+
+step "PostgreSQL"
+export VF_TEST_POSTGRES_URL="$(bash scripts/postgres.sh)"
+
+step "cargo test (SQLite and PostgreSQL)"
+cargo test -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app 2>&1 | tee "$log"
+
+step "build the app (cargo leptos build)"
+cargo leptos build
+
+step "Playwright (headless Chromium)"
+(cd end2end && VF_BIN_DIR="$CARGO_TARGET_DIR/debug" npx playwright test 2>&1) | tee -a "$log"
+
+# One closing line for the whole run.
+passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
+e2e=$(grep -oE '^ +[0-9]+ passed' "$log" | grep -oE '[0-9]+' | tail -1)
+printf '\nall: %s passed, 0 failed\n' "$((passed + ${e2e:-0}))"

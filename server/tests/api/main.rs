@@ -1,0 +1,12 @@
+//! The server started on port 0 with its own database and a manual clock, driven over HTTP
+//! and by the real vf-agent library.
+
+// Test helpers (not only #[test] fns) may panic on setup failure.
+#![allow(clippy::unwrap_used)]
+
+mod agent_protocol;
+mod bootstrap;
+mod health;
+mod heartbeats;
+mod helpers;
+mod rejections;
