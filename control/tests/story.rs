@@ -171,6 +171,25 @@ async fn story(db: Db) {
         .unwrap();
     assert_eq!(later[0].status, fleet::NodeStatus::Unreachable);
 
+    // A pipeline reported STOPPED degrades the node while it is reported, not after: an
+    // agent reports a removed pipeline STOPPED once and then leaves it out.
+    let mut stopped = report(&p.id, 2, 40, 0);
+    stopped.status = "STOPPED".into();
+    let hb = Heartbeat {
+        pipelines: vec![stopped],
+        ..Heartbeat::default()
+    };
+    heartbeat::record_heartbeat(&db, &node, hb, T0 + 80_000)
+        .await
+        .unwrap();
+    let view = fleet::fleet(&db, &env.id, T0 + 80_000).await.unwrap();
+    assert_eq!(view[0].status, fleet::NodeStatus::Degraded);
+    heartbeat::record_heartbeat(&db, &node, Heartbeat::default(), T0 + 90_000)
+        .await
+        .unwrap();
+    let view = fleet::fleet(&db, &env.id, T0 + 90_000).await.unwrap();
+    assert_eq!(view[0].status, fleet::NodeStatus::Healthy);
+
     // Node groups are criteria, not membership.
     let g = fleet::create_node_group(
         &db,

@@ -124,7 +124,14 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
                 .filter(|s| s.node_id == node.id)
                 .cloned()
                 .collect();
-            let names: Vec<&str> = pipelines.iter().map(|p| p.status.as_str()).collect();
+            // Only what the latest heartbeat reported counts: an agent reports a removed
+            // pipeline STOPPED once and then no more, which must not degrade it for ever.
+            let fresh_since = node.last_seen_at.unwrap_or(0) - node.poll_interval_ms;
+            let names: Vec<&str> = pipelines
+                .iter()
+                .filter(|p| p.updated_at >= fresh_since)
+                .map(|p| p.status.as_str())
+                .collect();
             let status = derive_status(
                 now,
                 node.last_seen_at,
