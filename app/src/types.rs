@@ -113,6 +113,61 @@ pub struct DiffLineView {
     pub text: String,
 }
 
+/// One evaluation of a stage's gates with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluationView {
+    pub at: i64,
+    pub trigger: String,
+    pub actor: String,
+    pub results: Vec<vf_rules::GateResult>,
+    pub decision: String,
+}
+
+/// A started stage of a release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageView {
+    /// 0-based; pages show it 1-based.
+    pub index: i64,
+    /// Nodes this stage added when it started.
+    pub node_ids: Vec<String>,
+    pub started_at: i64,
+    pub bake_deadline: i64,
+    pub evaluations: Vec<EvaluationView>,
+    /// passed, failed, held; None while baking.
+    pub outcome: Option<String>,
+}
+
+/// A release as the API returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseView {
+    pub id: String,
+    pub pipeline_id: String,
+    pub canary_version: i64,
+    pub previous_version: Option<i64>,
+    /// CANARY_DEPLOYED, HEALTH_CHECK, BROADENED, ROLLED_BACK
+    pub status: String,
+    pub planless: bool,
+    /// The plan in its canonical JSON form.
+    pub plan: serde_json::Value,
+    pub stage_count: i64,
+    pub current_stage: i64,
+    pub stages: Vec<StageView>,
+    pub bake_deadline: Option<i64>,
+    pub baseline_eps: Option<f64>,
+    pub hold_reason: Option<String>,
+    pub failure_reason: Option<String>,
+    pub created_by: String,
+    pub updated_by: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub completed_at: Option<i64>,
+    pub row_version: i64,
+    /// What the buttons may offer now: advance, complete, broaden, rollback.
+    pub allowed_actions: Vec<String>,
+    /// Server time when this was read, for countdowns.
+    pub now: i64,
+}
+
 /// Parses `k=v, k2=v2` (commas or new lines) into labels; the message says what is wrong.
 pub fn parse_label_text(text: &str) -> Result<Labels, String> {
     let mut out = Labels::new();

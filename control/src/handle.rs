@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::promql::PromSettings;
 use crate::{Clock, Db};
 
 /// Settings the service layer needs at run time (validated at start-up by the server).
@@ -9,12 +10,15 @@ use crate::{Clock, Db};
 pub struct Settings {
     /// How often agents are told to poll, in milliseconds.
     pub poll_interval_ms: i64,
+    /// Set when `VF_PROMETHEUS_URL` is: customPromQL gates are available.
+    pub prometheus: Option<PromSettings>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             poll_interval_ms: 5_000,
+            prometheus: None,
         }
     }
 }
@@ -25,6 +29,8 @@ pub struct Control {
     pub db: Db,
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
+    /// Outgoing HTTP (PromQL queries).
+    pub http: reqwest::Client,
 }
 
 impl Control {
@@ -33,6 +39,7 @@ impl Control {
             db,
             clock,
             settings: Arc::new(settings),
+            http: reqwest::Client::new(),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod handle;
 pub mod heartbeat;
 pub mod ids;
 pub mod pipelines;
+pub mod promql;
 pub mod releases;
 #[doc(hidden)]
 pub mod testing;

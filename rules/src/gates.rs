@@ -71,6 +71,9 @@ pub struct GateInputs {
     /// Pipeline aggregate events/s over the bake window; `None` when no rollups exist.
     pub current_eps: Option<f64>,
     pub promql: BTreeMap<String, PromQlOutcome>,
+    /// Milliseconds of bake left. The scheduler evaluates at the deadline (0); an operator
+    /// pressing "Advance" early evaluates with time left, and healthWindow then fails.
+    pub bake_remaining_ms: i64,
 }
 
 /// The distinct PromQL queries a stage's gates need, in plan order: what the caller runs
@@ -97,9 +100,17 @@ pub fn all_passed(results: &[GateResult]) -> bool {
     results.iter().all(GateResult::passed)
 }
 
-/// One gate. The bake having elapsed is the caller's precondition.
+/// One gate.
 pub fn evaluate(gate: &Gate, inputs: &GateInputs) -> GateResult {
     match gate {
+        Gate::HealthWindow if inputs.bake_remaining_ms > 0 => result(
+            gate,
+            Verdict::Fail,
+            format!(
+                "bake window has not elapsed: {}s left",
+                (inputs.bake_remaining_ms + 999) / 1000
+            ),
+        ),
         Gate::HealthWindow => result(gate, Verdict::Pass, "bake window elapsed".into()),
         Gate::ErrorRate { max_percent } => error_rate(*max_percent, inputs.error_counts),
         Gate::ThroughputDrop { max_drop_percent } => {
@@ -285,6 +296,19 @@ mod tests {
 
     fn counts(errors: i64, events_in: i64) -> Option<ErrorCounts> {
         Some(ErrorCounts { errors, events_in })
+    }
+
+    #[test]
+    fn health_window_fails_while_bake_time_is_left_and_passes_at_the_deadline() {
+        let early = GateInputs {
+            bake_remaining_ms: 12_500,
+            ..GateInputs::default()
+        };
+        let r = evaluate(&Gate::HealthWindow, &early);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.reason, "bake window has not elapsed: 13s left");
+        let due = evaluate(&Gate::HealthWindow, &GateInputs::default());
+        assert_eq!(due.verdict, Verdict::Pass);
     }
 
     fn ok_body(result_type: &str, result: Value) -> String {

@@ -2,6 +2,9 @@
 //! the variable to fix.
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use vf_control::promql::PromSettings;
 
 /// A start-up configuration error.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -38,6 +41,9 @@ pub struct Config {
     pub agent_max_concurrency: usize,
     pub bootstrap_environment: Option<String>,
     pub bootstrap_enrollment_token: Option<String>,
+    /// How often the scheduler ticks; `None` (0) turns the loop off (tests step it).
+    pub scheduler_interval_ms: Option<u64>,
+    pub prometheus: Option<PromSettings>,
 }
 
 impl std::fmt::Debug for Config {
@@ -168,6 +174,36 @@ impl Config {
                 ));
             }
         }
+        let scheduler_interval_ms = parse_int(
+            "VF_SCHEDULER_INTERVAL_MS",
+            get("VF_SCHEDULER_INTERVAL_MS"),
+            2_000,
+            0,
+            600_000,
+        )?;
+        let prometheus = match get("VF_PROMETHEUS_URL") {
+            None => None,
+            Some(url) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(err(
+                        "VF_PROMETHEUS_URL",
+                        "must start with http:// or https://",
+                    ));
+                }
+                let timeout_ms = parse_int(
+                    "VF_PROMETHEUS_TIMEOUT_MS",
+                    get("VF_PROMETHEUS_TIMEOUT_MS"),
+                    5_000,
+                    100,
+                    120_000,
+                )?;
+                Some(PromSettings {
+                    url: url.trim_end_matches('/').to_string(),
+                    bearer_token: get("VF_PROMETHEUS_BEARER_TOKEN"),
+                    timeout: Duration::from_millis(timeout_ms as u64),
+                })
+            }
+        };
         Ok(Config {
             database_url,
             addr,
@@ -180,6 +216,9 @@ impl Config {
             agent_max_concurrency,
             bootstrap_environment,
             bootstrap_enrollment_token,
+            scheduler_interval_ms: (scheduler_interval_ms > 0)
+                .then_some(scheduler_interval_ms as u64),
+            prometheus,
         })
     }
 
@@ -189,6 +228,7 @@ impl Config {
         Config::from_vars(|k| match k {
             "DATABASE_URL" => Some(url.clone()),
             "LEPTOS_SITE_ADDR" => Some("127.0.0.1:0".into()),
+            "VF_SCHEDULER_INTERVAL_MS" => Some("0".into()),
             _ => None,
         })
         .unwrap_or_else(|e| panic!("test config: {e}"))
@@ -243,6 +283,36 @@ mod tests {
         )]))
         .unwrap_err();
         assert_eq!(e.var, "VF_BOOTSTRAP_ENROLLMENT_TOKEN");
+    }
+
+    #[test]
+    fn prometheus_settings_are_read_and_the_bearer_token_stays_out_of_debug_output() {
+        let c = Config::from_vars(vars(&[
+            ("VF_PROMETHEUS_URL", "http://127.0.0.1:9090/"),
+            ("VF_PROMETHEUS_BEARER_TOKEN", "prom-secret-token"),
+            ("VF_PROMETHEUS_TIMEOUT_MS", "750"),
+        ]))
+        .unwrap();
+        let p = c.prometheus.clone().unwrap();
+        assert_eq!(p.url, "http://127.0.0.1:9090");
+        assert_eq!(p.timeout, Duration::from_millis(750));
+        assert!(!format!("{c:?}").contains("prom-secret-token"));
+    }
+
+    #[test]
+    fn a_prometheus_url_without_a_scheme_is_refused() {
+        let e = Config::from_vars(vars(&[("VF_PROMETHEUS_URL", "prometheus:9090")])).unwrap_err();
+        assert_eq!(e.var, "VF_PROMETHEUS_URL");
+    }
+
+    #[test]
+    fn the_scheduler_ticks_every_two_seconds_unless_told_otherwise() {
+        assert_eq!(
+            Config::from_vars(vars(&[])).unwrap().scheduler_interval_ms,
+            Some(2_000)
+        );
+        let off = Config::from_vars(vars(&[("VF_SCHEDULER_INTERVAL_MS", "0")])).unwrap();
+        assert_eq!(off.scheduler_interval_ms, None);
     }
 
     #[test]

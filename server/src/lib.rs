@@ -5,6 +5,7 @@ pub mod config;
 pub mod error;
 pub mod metrics;
 pub mod routes;
+pub mod scheduler;
 pub mod startup;
 pub mod telemetry;
 

@@ -42,6 +42,7 @@ impl FromRef<AppState> for LeptosOptions {
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    scheduler_interval: Option<Duration>,
     pub addr: SocketAddr,
     pub control: Control,
 }
@@ -62,6 +63,7 @@ pub async fn build_with_clock(
         clock,
         Settings {
             poll_interval_ms: config.poll_interval_ms,
+            prometheus: config.prometheus.clone(),
         },
     );
     bootstrap(&control, &config).await?;
@@ -85,6 +87,7 @@ pub async fn build_with_clock(
     Ok(Application {
         listener,
         router,
+        scheduler_interval: config.scheduler_interval_ms.map(Duration::from_millis),
         addr,
         control,
     })
@@ -180,6 +183,10 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, "listening");
+        let (stop_scheduler, stopped) = tokio::sync::watch::channel(false);
+        if let Some(every) = self.scheduler_interval {
+            tokio::spawn(crate::scheduler::run(self.control.clone(), every, stopped));
+        }
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(
             self.listener,
@@ -188,6 +195,7 @@ impl Application {
         )
         .with_graceful_shutdown(async move {
             shutdown.await;
+            let _ = stop_scheduler.send(true);
             let _ = tx.send(());
         });
         let mut server = std::pin::pin!(server.into_future());

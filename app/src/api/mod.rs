@@ -4,6 +4,7 @@
 
 pub mod fleet;
 pub mod pipelines;
+pub mod releases;
 #[cfg(feature = "ssr")]
 mod server;
 

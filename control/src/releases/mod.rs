@@ -1,5 +1,21 @@
-//! Releases: one attempt to ship a pipeline version, possibly in stages.
+//! Releases: one attempt to ship a pipeline version, possibly in stages. The rules (what a
+//! plan may say, who is targeted, what a gate concludes, which transition follows) are in
+//! `vf-rules`; this module reads their inputs and persists their decisions.
 
+mod actions;
+mod create;
+mod inputs;
+pub mod scheduler;
 mod state;
+mod targets;
+mod transition;
 
-pub use state::{in_flight_release, ReleaseRow, StageState, RELEASE_COLUMNS};
+pub use actions::act;
+pub use create::{baseline_eps, create_canary, CanaryRequest, BASELINE_WINDOW_MS};
+pub use inputs::{error_counts, gate_inputs, throughput_eps};
+pub use scheduler::{tick, TickOutcome};
+pub use state::{
+    get_release, in_flight_release, list_releases, GateEvaluation, ReleaseRow, StageState,
+    RELEASE_COLUMNS,
+};
+pub use targets::FleetSnapshot;

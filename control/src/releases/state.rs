@@ -34,7 +34,7 @@ pub const RELEASE_COLUMNS: &str = "id, pipeline_id, canary_version, previous_ver
     plan, planless, stages, current_stage, bake_deadline, baseline_eps, hold_reason, \
     failure_reason, created_by, updated_by, created_at, updated_at, completed_at, row_version";
 
-/// What is recorded when a stage starts, and what its bake concluded.
+/// What is recorded when a stage starts, and every evaluation of its gates.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StageState {
@@ -44,9 +44,23 @@ pub struct StageState {
     pub started_at: i64,
     pub bake_deadline: i64,
     #[serde(default)]
-    pub gate_results: Vec<serde_json::Value>,
+    pub evaluations: Vec<GateEvaluation>,
+    /// `passed`, `failed`, `held` once the stage is decided; absent while it bakes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+}
+
+/// One evaluation of a stage's gates, with its evidence and what it led to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateEvaluation {
+    pub at: i64,
+    /// `scheduler`, or the operator action that asked (`advance`, `complete`, `broaden`).
+    pub trigger: String,
+    pub actor: String,
+    pub results: Vec<vf_rules::GateResult>,
+    /// What followed: `advance`, `complete`, `hold`, `rollback`, or `refused`.
+    pub decision: String,
 }
 
 impl ReleaseRow {
@@ -56,6 +70,23 @@ impl ReleaseRow {
 
     pub fn in_flight(&self) -> bool {
         matches!(self.status.as_str(), "CANARY_DEPLOYED" | "HEALTH_CHECK")
+    }
+
+    /// The stored status; an unknown spelling (a newer server's) reads as not in flight.
+    pub fn status(&self) -> vf_rules::ReleaseStatus {
+        vf_rules::ReleaseStatus::parse(&self.status).unwrap_or(vf_rules::ReleaseStatus::RolledBack)
+    }
+
+    /// The stored plan, parsed again (it was valid when stored).
+    pub fn plan(&self) -> crate::Result<vf_rules::RolloutPlan> {
+        let text = self.plan.as_deref().unwrap_or("null");
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        vf_rules::RolloutPlan::parse(&value)
+            .map_err(|e| crate::ControlError::Internal(anyhow::anyhow!("stored plan: {e}")))
+    }
+
+    pub fn is_planless(&self) -> bool {
+        self.planless != 0
     }
 
     /// Every node any started stage targeted: the fencing set.
@@ -78,5 +109,26 @@ pub async fn in_flight_release(
     ))
     .bind(pipeline_id)
     .fetch_optional(conn)
+    .await?)
+}
+
+/// One release by id.
+pub async fn get_release(db: &crate::Db, id: &str) -> Result<ReleaseRow> {
+    sqlx::query_as::<_, ReleaseRow>(crate::sql!(
+        "SELECT {RELEASE_COLUMNS} FROM releases WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| crate::ControlError::NotFound(format!("release {id}")))
+}
+
+/// A pipeline's releases, newest first.
+pub async fn list_releases(db: &crate::Db, pipeline_id: &str) -> Result<Vec<ReleaseRow>> {
+    Ok(sqlx::query_as::<_, ReleaseRow>(crate::sql!(
+        "SELECT {RELEASE_COLUMNS} FROM releases WHERE pipeline_id = $1 ORDER BY created_at DESC, id DESC"
+    ))
+    .bind(pipeline_id)
+    .fetch_all(&db.pool)
     .await?)
 }

@@ -1,0 +1,155 @@
+//! Server functions of releases: create a canary (progressive or plan-less), read, list,
+//! and the operator actions. JSON in and out, so CI pipelines drive releases with curl.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use crate::types::ReleaseView;
+
+#[cfg(feature = "ssr")]
+pub(crate) fn release_view(r: vf_control::releases::ReleaseRow, now: i64) -> ReleaseView {
+    use crate::types::{EvaluationView, StageView};
+    let plan_json: serde_json::Value = r
+        .plan
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let plan = r.plan().ok();
+    let stage_count = plan.as_ref().map(|p| p.stages().len()).unwrap_or(1);
+    let index = usize::try_from(r.current_stage).unwrap_or(0);
+    let allowed_actions =
+        vf_rules::allowed_actions(r.status(), index, stage_count, r.is_planless())
+            .into_iter()
+            .map(|a| format!("{a:?}").to_lowercase())
+            .collect();
+    ReleaseView {
+        stages: r
+            .stage_states()
+            .into_iter()
+            .map(|s| StageView {
+                index: s.index,
+                node_ids: s.node_ids,
+                started_at: s.started_at,
+                bake_deadline: s.bake_deadline,
+                evaluations: s
+                    .evaluations
+                    .into_iter()
+                    .map(|e| EvaluationView {
+                        at: e.at,
+                        trigger: e.trigger,
+                        actor: e.actor,
+                        results: e.results,
+                        decision: e.decision,
+                    })
+                    .collect(),
+                outcome: s.outcome,
+            })
+            .collect(),
+        planless: r.is_planless(),
+        id: r.id,
+        pipeline_id: r.pipeline_id,
+        canary_version: r.canary_version,
+        previous_version: r.previous_version,
+        status: r.status,
+        plan: plan_json,
+        stage_count: stage_count as i64,
+        current_stage: r.current_stage,
+        bake_deadline: r.bake_deadline,
+        baseline_eps: r.baseline_eps,
+        hold_reason: r.hold_reason,
+        failure_reason: r.failure_reason,
+        created_by: r.created_by,
+        updated_by: r.updated_by,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        completed_at: r.completed_at,
+        row_version: r.row_version,
+        allowed_actions,
+        now,
+    }
+}
+
+/// Creates a canary release: either `rollout_plan` (progressive, camelCase plan JSON) or
+/// `canary_selector` + `health_check_window_minutes` (plan-less).
+#[server(endpoint = "release.canary.create", input = Json)]
+pub async fn create_canary(
+    pipeline_id: String,
+    config_yaml: String,
+    #[server(default)] changelog: String,
+    #[server(default)] rollout_plan: Option<serde_json::Value>,
+    #[server(default)] canary_selector: Option<serde_json::Value>,
+    #[server(default)] health_check_window_minutes: Option<i64>,
+) -> Result<ReleaseView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let req = vf_control::releases::CanaryRequest {
+        pipeline_id,
+        config_yaml,
+        changelog,
+        rollout_plan,
+        canary_selector,
+        health_check_window_minutes,
+    };
+    let r = vf_control::releases::create_canary(&ctl, &actor(), req)
+        .await
+        .map_err(fail)?;
+    Ok(release_view(r, ctl.now()))
+}
+
+#[server(endpoint = "release.canary.get", input = Json)]
+pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+        .await
+        .map_err(fail)?;
+    Ok(release_view(r, ctl.now()))
+}
+
+/// A pipeline's releases, newest first.
+#[server(endpoint = "release.list", input = Json)]
+pub async fn list_releases(pipeline_id: String) -> Result<Vec<ReleaseView>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
+        .await
+        .map_err(fail)?;
+    let now = ctl.now();
+    Ok(rows.into_iter().map(|r| release_view(r, now)).collect())
+}
+
+#[cfg(feature = "ssr")]
+async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let r = vf_control::releases::act(&ctl, &actor(), &release_id, action)
+        .await
+        .map_err(fail)?;
+    Ok(release_view(r, ctl.now()))
+}
+
+/// Re-evaluates the current stage's gates and starts the next stage; refuses (409, with the
+/// failing gate recorded) when a gate fails.
+#[server(endpoint = "release.canary.advance", input = Json)]
+pub async fn advance_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Advance).await
+}
+
+/// Re-evaluates the current stage's gates and completes the release.
+#[server(endpoint = "release.canary.complete", input = Json)]
+pub async fn complete_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Complete).await
+}
+
+/// Plan-less canaries: the same as complete.
+#[server(endpoint = "release.canary.broaden", input = Json)]
+pub async fn broaden_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Broaden).await
+}
+
+/// Publishes the previous config as a new version and deploys it (or undeploys a first
+/// deploy); ends fencing.
+#[server(endpoint = "release.canary.rollback", input = Json)]
+pub async fn rollback_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Rollback).await
+}

@@ -1,0 +1,223 @@
+//! `release.canary.create`: mint the canary version, record the previous one, capture the
+//! throughput baseline and open stage 1, in one transaction.
+
+use serde_json::{json, Value};
+use vf_rules::{parse_canary_selector, Gate, RolloutPlan};
+
+use super::state::{get_release, ReleaseRow, StageState};
+use super::targets::FleetSnapshot;
+use crate::audit::{self, AuditEntry};
+use crate::heartbeat::minute_of;
+use crate::ids::new_id;
+use crate::pipelines::{get_pipeline, insert_version, parse_config, refuse_if_release_in_flight};
+use crate::{Control, ControlError, Db, Result};
+
+/// The throughput baseline window before a rollout starts.
+pub const BASELINE_WINDOW_MS: i64 = 5 * 60_000;
+/// Health-check window of a plan-less canary when none is given.
+pub const DEFAULT_HEALTH_CHECK_MINUTES: u32 = 5;
+
+/// What `release.canary.create` takes. Exactly one of `rollout_plan` (progressive) or
+/// `canary_selector` (plan-less) is given.
+#[derive(Debug, Clone, Default)]
+pub struct CanaryRequest {
+    pub pipeline_id: String,
+    pub config_yaml: String,
+    pub changelog: String,
+    pub rollout_plan: Option<Value>,
+    pub canary_selector: Option<Value>,
+    pub health_check_window_minutes: Option<i64>,
+}
+
+fn plan_error(e: vf_rules::PlanError) -> ControlError {
+    ControlError::invalid(format!("rolloutPlan.{}", e.field), e.message)
+}
+
+/// Parses the request's plan (or plan-less shape) and refuses what this server cannot run.
+fn parse_plan(ctl: &Control, req: &CanaryRequest) -> Result<(RolloutPlan, bool)> {
+    let (plan, planless) = match (&req.rollout_plan, &req.canary_selector) {
+        (Some(_), Some(_)) => {
+            return Err(ControlError::invalid(
+                "rolloutPlan",
+                "give either rolloutPlan or canarySelector, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ControlError::invalid(
+                "rolloutPlan",
+                "a canary needs a rolloutPlan or a canarySelector",
+            ))
+        }
+        (Some(plan), None) => (RolloutPlan::parse(plan).map_err(plan_error)?, false),
+        (None, Some(selector)) => {
+            let selector = parse_canary_selector(selector, "canarySelector")
+                .map_err(|e| ControlError::invalid(e.field, e.message))?;
+            let minutes = match req.health_check_window_minutes {
+                None => DEFAULT_HEALTH_CHECK_MINUTES,
+                Some(m) => u32::try_from(m).map_err(|_| {
+                    ControlError::invalid("healthCheckWindowMinutes", "must be between 1 and 1440")
+                })?,
+            };
+            let plan = RolloutPlan::planless(selector, minutes)
+                .map_err(|e| ControlError::invalid(e.field, e.message))?;
+            (plan, true)
+        }
+    };
+    if ctl.settings.prometheus.is_none() {
+        for (i, stage) in plan.stages().iter().enumerate() {
+            if let Some(j) = stage
+                .gates
+                .iter()
+                .position(|g| matches!(g, Gate::CustomPromQl { .. }))
+            {
+                return Err(ControlError::invalid(
+                    format!("rolloutPlan.stages[{i}].gates[{j}].customPromQL"),
+                    "PromQL gates need VF_PROMETHEUS_URL, which this server does not have",
+                ));
+            }
+        }
+    }
+    Ok((plan, planless))
+}
+
+/// The pipeline's aggregate events per second over the five minutes before `now`; `None`
+/// when no rollups exist in that window (the throughputDrop gate then skips).
+pub async fn baseline_eps(db: &Db, pipeline_id: &str, now: i64) -> Result<Option<f64>> {
+    let (events, rows): (i64, i64) = sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(events_in), 0) AS BIGINT), CAST(COUNT(*) AS BIGINT)
+         FROM pipeline_metrics WHERE pipeline_id = $1 AND minute >= $2 AND minute < $3",
+    )
+    .bind(pipeline_id)
+    .bind(minute_of(now) - BASELINE_WINDOW_MS)
+    .bind(minute_of(now))
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((rows > 0).then(|| events as f64 / (BASELINE_WINDOW_MS as f64 / 1000.0)))
+}
+
+/// Creates a canary release and opens its first stage.
+pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Result<ReleaseRow> {
+    let db = &ctl.db;
+    let now = ctl.now();
+    let (plan, planless) = parse_plan(ctl, &req)?;
+    let config = parse_config(&req.config_yaml)?;
+    if req.changelog.len() > 4000 {
+        return Err(ControlError::invalid(
+            "changelog",
+            "at most 4000 characters",
+        ));
+    }
+    let pipeline = get_pipeline(db, &req.pipeline_id).await?;
+    refuse_if_release_in_flight(db, &pipeline.id, "create a canary").await?;
+
+    let snapshot = FleetSnapshot::read(db, &pipeline).await?;
+    let release_id = new_id();
+    // Every stage's node group must exist now, not only stage 1's.
+    for (i, stage) in plan.stages().iter().enumerate() {
+        let field = if planless {
+            "canarySelector".to_string()
+        } else {
+            format!("rolloutPlan.stages[{i}].selector")
+        };
+        let targets = snapshot.targets(&release_id, &stage.selector, &field)?;
+        if i == 0 && targets.is_empty() {
+            return Err(ControlError::invalid(
+                field,
+                "targets no node of the pipeline's fleet: a canary needs at least one node",
+            ));
+        }
+    }
+    let first = &plan.stages()[0];
+    let field = if planless {
+        "canarySelector"
+    } else {
+        "rolloutPlan.stages[0].selector"
+    };
+    let mut stage_nodes: Vec<String> = snapshot
+        .targets(&release_id, &first.selector, field)?
+        .into_iter()
+        .collect();
+    stage_nodes.sort();
+    let deadline = first.bake.deadline_ms(now);
+    let stages = vec![StageState {
+        index: 0,
+        node_ids: stage_nodes.clone(),
+        started_at: now,
+        bake_deadline: deadline,
+        evaluations: Vec::new(),
+        outcome: None,
+    }];
+    let baseline = baseline_eps(db, &pipeline.id, now).await?;
+
+    let mut tx = db.pool.begin().await?;
+    let canary_version = insert_version(
+        &mut tx,
+        &pipeline.id,
+        &config,
+        req.changelog.trim(),
+        actor,
+        now,
+    )
+    .await?;
+    let inserted = sqlx::query(
+        "INSERT INTO releases (id, pipeline_id, canary_version, previous_version, status, plan,
+            planless, stages, current_stage, bake_deadline, baseline_eps, created_by, updated_by,
+            created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'CANARY_DEPLOYED', $5, $6, $7, 0, $8, $9, $10, $10, $11, $11)",
+    )
+    .bind(&release_id)
+    .bind(&pipeline.id)
+    .bind(canary_version)
+    .bind(pipeline.deployed_version)
+    .bind(plan.to_json().to_string())
+    .bind(i64::from(planless))
+    .bind(serde_json::to_string(&stages)?)
+    .bind(deadline)
+    .bind(baseline)
+    .bind(actor)
+    .bind(now)
+    .execute(&mut *tx)
+    .await;
+    if let Err(e) = inserted {
+        let unique = e
+            .as_database_error()
+            .is_some_and(|d| d.is_unique_violation());
+        return Err(if unique {
+            ControlError::Conflict(
+                "a release is already in flight for this pipeline; complete or roll it back first"
+                    .into(),
+            )
+        } else {
+            e.into()
+        });
+    }
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "release.create",
+            target_kind: "release",
+            target_id: &release_id,
+            environment_id: Some(&pipeline.environment_id),
+            details: json!({
+                "pipelineId": pipeline.id,
+                "canaryVersion": canary_version,
+                "previousVersion": pipeline.deployed_version,
+                "planless": planless,
+                "plan": plan.to_json(),
+                "baselineEps": baseline,
+                "stage1Nodes": stage_nodes,
+            }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(
+        release_id,
+        pipeline = pipeline.name,
+        canary_version,
+        "canary release created"
+    );
+    get_release(db, &release_id).await
+}

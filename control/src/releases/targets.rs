@@ -1,0 +1,57 @@
+//! Reading the fleet a release selects from: the environment's nodes the pipeline's
+//! nodeSelector admits, and the node groups stage selectors may name.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use vf_rules::{fleet_admitted, selector_targets, NodeRef, SelectError, Selector};
+
+use crate::fleet::{list_node_groups, list_nodes, Labels};
+use crate::pipelines::PipelineRow;
+use crate::{ControlError, Db, Result};
+
+/// The release's fleet right now, and the environment's node groups by id.
+pub struct FleetSnapshot {
+    pub fleet: Vec<NodeRef>,
+    pub groups: BTreeMap<String, Labels>,
+}
+
+impl FleetSnapshot {
+    pub async fn read(db: &Db, pipeline: &PipelineRow) -> Result<FleetSnapshot> {
+        let nodes: Vec<NodeRef> = list_nodes(db, &pipeline.environment_id)
+            .await?
+            .into_iter()
+            .map(|n| NodeRef {
+                labels: n.labels(),
+                id: n.id,
+            })
+            .collect();
+        let groups = list_node_groups(db, &pipeline.environment_id)
+            .await?
+            .into_iter()
+            .map(|g| (g.id.clone(), g.criteria()))
+            .collect();
+        Ok(FleetSnapshot {
+            fleet: fleet_admitted(&pipeline.node_selector(), &nodes),
+            groups,
+        })
+    }
+
+    /// The nodes one stage's selector targets; `field` names the selector in errors.
+    pub fn targets(
+        &self,
+        release_id: &str,
+        selector: &Selector,
+        field: &str,
+    ) -> Result<BTreeSet<String>> {
+        selector_targets(release_id, selector, &self.fleet, |id| {
+            self.groups.get(id).cloned()
+        })
+        .map_err(|e| match e {
+            SelectError::UnknownNodeGroup(id) => ControlError::invalid(
+                format!("{field}.nodeGroup"),
+                format!("node group {id} does not exist in this pipeline's environment"),
+            ),
+            other => ControlError::invalid(field, other.to_string()),
+        })
+    }
+}
