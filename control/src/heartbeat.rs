@@ -176,7 +176,17 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         .bind(&report.pipeline_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let delta = counters.delta_since(previous.as_ref().map(Counters::of_status));
+        // A different version (or pid) means a new process whose counters started from zero,
+        // even when they happen to have grown past the old ones.
+        let same_process = |p: &&PipelineStatusRow| {
+            p.version == Some(report.version) && (report.pid.is_none() || p.pid == report.pid)
+        };
+        let delta = counters.delta_since(
+            previous
+                .as_ref()
+                .filter(same_process)
+                .map(Counters::of_status),
+        );
         let logs = report
             .recent_logs
             .as_ref()

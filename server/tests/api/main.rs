@@ -10,3 +10,4 @@ mod health;
 mod heartbeats;
 mod helpers;
 mod rejections;
+mod releases;
