@@ -87,6 +87,9 @@ pub struct VersionView {
 pub struct PipelineNodeView {
     pub node_id: String,
     pub node_name: String,
+    pub labels: Labels,
+    /// Whether the pipeline's nodeSelector admits the node (the release fleet).
+    pub admitted: bool,
     pub node_status: String,
     /// canary, previous, withheld, deployed, undeployed, not_selected
     pub served: String,
@@ -105,6 +108,12 @@ pub struct PipelineDetail {
     /// The deployed version's config body, to prefill the deploy form.
     pub deployed_config: Option<String>,
     pub nodes: Vec<PipelineNodeView>,
+    /// The environment's node groups (stage selectors may name them).
+    pub groups: Vec<GroupView>,
+    /// Whether customPromQL gates can be offered (VF_PROMETHEUS_URL is set).
+    pub prometheus_configured: bool,
+    /// The pipeline's latest release, in flight or not.
+    pub release: Option<ReleaseView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,6 +175,14 @@ pub struct ReleaseView {
     pub allowed_actions: Vec<String>,
     /// Server time when this was read, for countdowns.
     pub now: i64,
+}
+
+/// Events and errors per minute of a release's canary nodes during one stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSeries {
+    pub index: i64,
+    /// (minute start in unix ms, events in, errors)
+    pub points: Vec<(i64, i64, i64)>,
 }
 
 /// Parses `k=v, k2=v2` (commas or new lines) into labels; the message says what is wrong.

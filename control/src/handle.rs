@@ -31,6 +31,7 @@ pub struct Control {
     pub settings: Arc<Settings>,
     /// Outgoing HTTP (PromQL queries).
     pub http: reqwest::Client,
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Control {
@@ -40,6 +41,7 @@ impl Control {
             clock,
             settings: Arc::new(settings),
             http: reqwest::Client::new(),
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod fleet;
 pub mod handle;
 pub mod heartbeat;
 pub mod ids;
+pub mod metrics;
 pub mod pipelines;
 pub mod promql;
 pub mod releases;

@@ -3,7 +3,6 @@
 
 pub mod config;
 pub mod error;
-pub mod metrics;
 pub mod routes;
 pub mod scheduler;
 pub mod startup;

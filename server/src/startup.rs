@@ -21,8 +21,8 @@ use tower::ServiceBuilder;
 use vf_control::{fleet, Clock, Control, Db, Settings, SystemClock};
 
 use crate::config::Config;
-use crate::metrics::{Metrics, RouteLabels};
 use crate::routes;
+use vf_control::metrics::{Metrics, RouteLabels};
 
 /// Shared state of every handler.
 #[derive(Clone)]
@@ -80,7 +80,7 @@ pub async fn build_with_clock(
         .build();
     let state = AppState {
         control: control.clone(),
-        metrics: Metrics::default(),
+        metrics: control.metrics.clone(),
         leptos_options: leptos_options.clone(),
     };
     let router = router(state, &config);

@@ -87,6 +87,8 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .map(|(n, s)| {
             let report = n.pipelines.iter().find(|r| r.pipeline_id == id);
             PipelineNodeView {
+                admitted: !matches!(s, vf_rules::Served::NotSelected),
+                labels: n.labels.clone(),
                 node_id: n.node.id.clone(),
                 node_name: n.node.name.clone(),
                 node_status: n.status.as_str().to_string(),
@@ -99,7 +101,35 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
             }
         })
         .collect();
+    let groups = fleet::list_node_groups(&ctl.db, &p.environment_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|g| {
+            let criteria = g.criteria();
+            let matching_nodes = rows
+                .iter()
+                .filter(|n| vf_rules::labels_match(&criteria, &n.labels()))
+                .map(|n| n.name.clone())
+                .collect();
+            crate::types::GroupView {
+                id: g.id,
+                name: g.name,
+                criteria,
+                matching_nodes,
+            }
+        })
+        .collect();
+    let release = vf_control::releases::list_releases(&ctl.db, &id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .next()
+        .map(|r| crate::api::releases::release_view(r, ctl.now()));
     Ok(PipelineDetail {
+        groups,
+        prometheus_configured: ctl.settings.prometheus.is_some(),
+        release,
         pipeline: summary(p),
         environment: EnvironmentView {
             id: env.id,

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::types::ReleaseView;
+use crate::types::{ReleaseView, StageSeries};
 
 #[cfg(feature = "ssr")]
 pub(crate) fn release_view(r: vf_control::releases::ReleaseRow, now: i64) -> ReleaseView {
@@ -79,6 +79,7 @@ pub async fn create_canary(
     #[server(default)] rollout_plan: Option<serde_json::Value>,
     #[server(default)] canary_selector: Option<serde_json::Value>,
     #[server(default)] health_check_window_minutes: Option<i64>,
+    #[server(default)] release_id: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
     let ctl = control()?;
@@ -89,11 +90,19 @@ pub async fn create_canary(
         rollout_plan,
         canary_selector,
         health_check_window_minutes,
+        release_id,
     };
     let r = vf_control::releases::create_canary(&ctl, &actor(), req)
         .await
         .map_err(fail)?;
     Ok(release_view(r, ctl.now()))
+}
+
+/// A fresh release id: the deploy dialog previews percentage stages with it (ranking
+/// depends on the release id) and passes it to `release.canary.create`.
+#[server(endpoint = "release.new_id", input = Json)]
+pub async fn new_release_id() -> Result<String, ServerFnError> {
+    Ok(vf_control::ids::new_id())
 }
 
 #[server(endpoint = "release.canary.get", input = Json)]
@@ -152,4 +161,28 @@ pub async fn broaden_release(release_id: String) -> Result<ReleaseView, ServerFn
 #[server(endpoint = "release.canary.rollback", input = Json)]
 pub async fn rollback_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
     act(release_id, vf_rules::Action::Rollback).await
+}
+
+/// Per-stage minutes of events and errors of the canary nodes, for the history charts.
+#[server(endpoint = "release.series", input = Json)]
+pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+        .await
+        .map_err(fail)?;
+    let series = vf_control::releases::stage_series(&ctl.db, &r, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(series
+        .into_iter()
+        .enumerate()
+        .map(|(i, points)| StageSeries {
+            index: i as i64,
+            points: points
+                .into_iter()
+                .map(|p| (p.minute, p.events_in, p.errors))
+                .collect(),
+        })
+        .collect())
 }

@@ -27,6 +27,9 @@ pub struct CanaryRequest {
     pub rollout_plan: Option<Value>,
     pub canary_selector: Option<Value>,
     pub health_check_window_minutes: Option<i64>,
+    /// An id chosen in advance (the deploy dialog previews percentage stages with it, since
+    /// ranking depends on the release id); a fresh one when absent.
+    pub release_id: Option<String>,
 }
 
 fn plan_error(e: vf_rules::PlanError) -> ControlError {
@@ -111,7 +114,12 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
     refuse_if_release_in_flight(db, &pipeline.id, "create a canary").await?;
 
     let snapshot = FleetSnapshot::read(db, &pipeline).await?;
-    let release_id = new_id();
+    let release_id = match &req.release_id {
+        None => new_id(),
+        Some(id) => uuid::Uuid::parse_str(id)
+            .map(|u| u.to_string())
+            .map_err(|_| ControlError::invalid("releaseId", "must be a UUID"))?,
+    };
     // Every stage's node group must exist now, not only stage 1's.
     for (i, stage) in plan.stages().iter().enumerate() {
         let field = if planless {

@@ -6,6 +6,7 @@ mod actions;
 mod create;
 mod inputs;
 pub mod scheduler;
+mod series;
 mod state;
 mod targets;
 mod transition;
@@ -14,8 +15,9 @@ pub use actions::act;
 pub use create::{baseline_eps, create_canary, CanaryRequest, BASELINE_WINDOW_MS};
 pub use inputs::{error_counts, gate_inputs, throughput_eps};
 pub use scheduler::{tick, TickOutcome};
+pub use series::{stage_series, SeriesPoint};
 pub use state::{
-    get_release, in_flight_release, list_releases, GateEvaluation, ReleaseRow, StageState,
-    RELEASE_COLUMNS,
+    get_release, in_flight_release, latest_statuses, list_releases, GateEvaluation, ReleaseRow,
+    StageState, RELEASE_COLUMNS,
 };
 pub use targets::FleetSnapshot;

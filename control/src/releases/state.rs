@@ -132,3 +132,18 @@ pub async fn list_releases(db: &crate::Db, pipeline_id: &str) -> Result<Vec<Rele
     .fetch_all(&db.pool)
     .await?)
 }
+
+/// `(pipeline name, status)` of each pipeline's latest release, for `/metrics`.
+pub async fn latest_statuses(db: &crate::Db) -> Result<Vec<(String, String)>> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT p.id, p.name, r.status FROM releases r JOIN pipelines p ON p.id = r.pipeline_id
+         ORDER BY r.created_at, r.id",
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    let mut latest = std::collections::BTreeMap::new();
+    for (id, name, status) in rows {
+        latest.insert(id, (name, status));
+    }
+    Ok(latest.into_values().collect())
+}

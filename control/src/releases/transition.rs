@@ -177,7 +177,7 @@ pub async fn apply(
                 "from": release.status,
                 "to": status.as_str(),
                 "reason": reason,
-                "gateResults": evaluation.map(|e| e.results),
+                "gateResults": evaluation.as_ref().map(|e| &e.results),
                 "revertedVersion": reverted_version,
             }),
         },

@@ -25,6 +25,10 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    match vf_control::releases::latest_statuses(&state.control.db).await {
+        Ok(latest) => state.metrics.set_release_statuses(&latest),
+        Err(e) => tracing::warn!(error = %e, "could not read release statuses for /metrics"),
+    }
     (
         [(
             header::CONTENT_TYPE,

@@ -63,8 +63,15 @@ impl TestApp {
     }
 
     pub async fn spawn_on(db: TestDb) -> TestApp {
+        Self::spawn_with(db, |_| {}).await
+    }
+
+    /// On `db`, with [`test_config`] changed by `configure` first (e.g. a Prometheus).
+    pub async fn spawn_with(db: TestDb, configure: impl FnOnce(&mut Config)) -> TestApp {
         let clock = ManualClock::new(T0);
-        let app = vf_server::build_with_clock(test_config(&db.url), Arc::new(clock.clone()))
+        let mut config = test_config(&db.url);
+        configure(&mut config);
+        let app = vf_server::build_with_clock(config, Arc::new(clock.clone()))
             .await
             .expect("build the application");
         let control = app.control.clone();

@@ -9,5 +9,7 @@ mod bootstrap;
 mod health;
 mod heartbeats;
 mod helpers;
+mod prometheus;
+mod promql;
 mod rejections;
 mod releases;

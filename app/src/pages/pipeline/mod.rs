@@ -1,34 +1,61 @@
-//! A pipeline: what each node is served and runs, the direct-deploy form, its versions and a
-//! diff between any two of them. Refreshes live.
+//! A pipeline at `/pipelines/<id>`: the rollout view of its release, what each node is
+//! served and runs, the deploy dialog, versions with diffs, and the release history.
+//! Refreshes live without a reload.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::error_text;
 use crate::api::pipelines::{diff_versions, get_pipeline, DeployPipeline};
+
+mod deploy;
+mod history;
+mod rollout;
+
 use crate::components::{use_tick, ErrorBox, LabelChips, StatusBadge};
 use crate::types::{format_time, PipelineDetail, PipelineNodeView, VersionView};
+use deploy::DeployForm;
+use history::History;
+use rollout::{RolloutActions, RolloutView};
 
 #[component]
 pub fn PipelinePage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    let tick = use_tick(3_000);
+    let tick = use_tick(2_000);
     let deploy = ServerAction::<DeployPipeline>::new();
+    let actions = RolloutActions::new();
     let detail = Resource::new(
-        move || (id.get(), tick.get(), deploy.version().get()),
-        |(id, _, _)| get_pipeline(id),
+        move || (id.get(), tick.get(), deploy.version().get(), actions.version()),
+        |(id, _, _, _)| get_pipeline(id),
     );
+    let diff = DiffChoice {
+        from: RwSignal::new(None),
+        to: RwSignal::new(None),
+    };
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading pipeline..."</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
                     Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(d) => view! { <PipelineHeader d=d.clone()/> <NodesTable nodes=d.nodes.clone()/> <Versions d/> }.into_any(),
+                    Ok(d) => view! {
+                        <PipelineHeader d=d.clone()/>
+                        <RolloutView d=d.clone() actions/>
+                        <NodesTable nodes=d.nodes.clone()/>
+                    }.into_any(),
                 }
             })}
         </Transition>
         <DeployForm id deploy detail/>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Err(_) => ().into_any(),
+                    Ok(d) => view! { <Versions d diff/> }.into_any(),
+                }
+            })}
+        </Transition>
+        <History id refresh=Signal::derive(move || actions.version() + deploy.version().get())/>
     }
 }
 
@@ -93,21 +120,28 @@ fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
     .into_any()
 }
 
+/// Which two versions the diff compares; kept at page level so refreshes keep the choice.
+#[derive(Clone, Copy)]
+struct DiffChoice {
+    from: RwSignal<Option<i64>>,
+    to: RwSignal<Option<i64>>,
+}
+
 #[component]
-fn Versions(d: PipelineDetail) -> impl IntoView {
+fn Versions(d: PipelineDetail, diff: DiffChoice) -> impl IntoView {
     let id = d.pipeline.id.clone();
     let versions = d.versions.clone();
     if versions.is_empty() {
-        return view! { <p class="empty">"No versions yet: deploy a config below."</p> }.into_any();
+        return view! { <p class="empty">"No versions yet: deploy a config above."</p> }.into_any();
     }
     let newest = versions.first().map(|v| v.version).unwrap_or(1);
-    let from = RwSignal::new((newest - 1).max(1));
-    let to = RwSignal::new(newest);
-    let diff = Resource::new(
+    let from = Signal::derive(move || diff.from.get().unwrap_or((newest - 1).max(1)));
+    let to = Signal::derive(move || diff.to.get().unwrap_or(newest));
+    let lines = Resource::new(
         move || (id.clone(), from.get(), to.get()),
         |(id, from, to)| diff_versions(id, from, to),
     );
-    let options = move |selected: RwSignal<i64>| {
+    let options = move |selected: Signal<i64>| {
         versions
             .iter()
             .map(|v| {
@@ -145,12 +179,12 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
         <section class="card" aria-label="Diff">
             <h3>"Diff"</h3>
             <div class="pickers">
-                <label>"From" <select on:change=move |ev| from.set(event_target_value(&ev).parse().unwrap_or(1))>{from_options}</select></label>
-                <label>"To" <select on:change=move |ev| to.set(event_target_value(&ev).parse().unwrap_or(1))>{to_options}</select></label>
+                <label>"From" <select on:change=move |ev| diff.from.set(event_target_value(&ev).parse().ok())>{from_options}</select></label>
+                <label>"To" <select on:change=move |ev| diff.to.set(event_target_value(&ev).parse().ok())>{to_options}</select></label>
             </div>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    match diff.await {
+                    match lines.await {
                         Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
                         Ok(lines) => view! {
                             <pre class="diff" data-testid="diff">
@@ -166,63 +200,4 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
         </section>
     }
     .into_any()
-}
-
-/// The direct-deploy form, prefilled with the deployed config once it is known.
-#[component]
-fn DeployForm(
-    id: Memo<String>,
-    deploy: ServerAction<DeployPipeline>,
-    detail: Resource<Result<PipelineDetail, ServerFnError>>,
-) -> impl IntoView {
-    let config = RwSignal::new(String::new());
-    let changelog = RwSignal::new(String::new());
-    let touched = RwSignal::new(false);
-    Effect::new(move |_| {
-        if touched.get_untracked() {
-            return;
-        }
-        if let Some(Ok(d)) = detail.get() {
-            if let Some(c) = d.deployed_config {
-                config.set(c);
-            }
-        }
-    });
-    let empty = Memo::new(move |_| config.get().trim().is_empty());
-    let line_numbers = move || {
-        let n = config.get().lines().count().max(1);
-        (1..=n)
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    view! {
-        <form class="card form" aria-label="Deploy" on:submit=move |ev| {
-            ev.prevent_default();
-            deploy.dispatch(DeployPipeline {
-                pipeline_id: id.get_untracked(),
-                config_yaml: config.get_untracked(),
-                changelog: changelog.get_untracked(),
-            });
-            touched.set(false);
-        }>
-            <h2>"Deploy"</h2>
-            <p class="muted">"Publishes the config as a new version and deploys it to every node the selector admits."</p>
-            <label for="config">"Config (YAML)"</label>
-            <div class="editor">
-                <pre class="gutter" aria-hidden="true">{line_numbers}</pre>
-                <textarea id="config" name="config" rows="14" spellcheck="false"
-                    prop:value=move || config.get()
-                    on:input=move |ev| { touched.set(true); config.set(event_target_value(&ev)); }
-                    aria-invalid=move || empty.get().to_string()></textarea>
-            </div>
-            {move || (empty.get() && touched.get()).then(|| view! { <p class="field-error">"configYaml: must not be empty"</p> })}
-            <label>"Changelog" <input name="changelog" bind:value=changelog placeholder="What changed and why"/></label>
-            <button type="submit" class="primary" disabled=move || empty.get() || deploy.pending().get()>"Deploy now"</button>
-            {move || deploy.value().get().map(|r| match r {
-                Ok(v) => view! { <p class="ok" role="status">{format!("Deployed v{}", v.version)}</p> }.into_any(),
-                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-            })}
-        </form>
-    }
 }

@@ -1,0 +1,269 @@
+//! The rollout view: the pipeline's release, stage by stage, with each stage's nodes, its
+//! gate results and evidence, the bake countdown, the nodes not targeted yet, and the
+//! operator buttons the release's state allows.
+
+mod countdown;
+mod gates;
+
+use leptos::prelude::*;
+
+use crate::api::error_text;
+use crate::api::releases::{AdvanceRelease, BroadenRelease, CompleteRelease, RollbackRelease};
+use crate::components::{ErrorBox, StatusBadge};
+use crate::types::{PipelineDetail, PipelineNodeView, ReleaseView};
+use countdown::Countdown;
+pub use gates::GateEvaluations;
+
+/// The operator actions, created once per page so their results survive refreshes.
+#[derive(Clone, Copy)]
+pub struct RolloutActions {
+    pub advance: ServerAction<AdvanceRelease>,
+    pub complete: ServerAction<CompleteRelease>,
+    pub broaden: ServerAction<BroadenRelease>,
+    pub rollback: ServerAction<RollbackRelease>,
+}
+
+impl RolloutActions {
+    pub fn new() -> Self {
+        Self {
+            advance: ServerAction::new(),
+            complete: ServerAction::new(),
+            broaden: ServerAction::new(),
+            rollback: ServerAction::new(),
+        }
+    }
+
+    /// Bumps whenever any action finished, so the page refetches.
+    pub fn version(&self) -> usize {
+        self.advance.version().get()
+            + self.complete.version().get()
+            + self.broaden.version().get()
+            + self.rollback.version().get()
+    }
+
+    fn pending(&self) -> bool {
+        self.advance.pending().get()
+            || self.complete.pending().get()
+            || self.broaden.pending().get()
+            || self.rollback.pending().get()
+    }
+
+    /// The latest refusal or error of any action.
+    fn error(&self) -> Option<String> {
+        let err = |r: Option<Result<ReleaseView, ServerFnError>>| r.and_then(|r| r.err());
+        err(self.advance.value().get())
+            .or_else(|| err(self.complete.value().get()))
+            .or_else(|| err(self.broaden.value().get()))
+            .or_else(|| err(self.rollback.value().get()))
+            .map(|e| error_text(&e))
+    }
+}
+
+impl Default for RolloutActions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How a stage of the plan stands: pending, baking, passed, failed, held, or never opened.
+pub fn stage_state(r: &ReleaseView, index: usize) -> &'static str {
+    match r.stages.get(index) {
+        None if matches!(r.status.as_str(), "BROADENED" | "ROLLED_BACK") => "not opened",
+        None => "pending",
+        Some(s) => match s.outcome.as_deref() {
+            Some("passed") => "passed",
+            Some("failed") => "failed",
+            Some("held") => "held",
+            _ => match r.status.as_str() {
+                "CANARY_DEPLOYED" => "baking",
+                "HEALTH_CHECK" => "held",
+                "ROLLED_BACK" => "rolled back",
+                _ => "passed",
+            },
+        },
+    }
+}
+
+/// A one-line description of a stage's selector from the plan JSON.
+pub fn selector_text(plan: &serde_json::Value, index: usize) -> String {
+    let sel = &plan["stages"][index]["selector"];
+    if let Some(p) = sel.get("percentage") {
+        format!("{p}% of the fleet")
+    } else if let Some(labels) = sel.get("labels").and_then(|l| l.as_object()) {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        format!("labels {}", pairs.join(", "))
+    } else if let Some(g) = sel.get("nodeGroup").and_then(|g| g.as_str()) {
+        format!("node group {g}")
+    } else {
+        "selector".into()
+    }
+}
+
+#[component]
+pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView {
+    let Some(r) = d.release.clone() else {
+        return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
+    };
+    let in_flight = matches!(r.status.as_str(), "CANARY_DEPLOYED" | "HEALTH_CHECK");
+    let targeted: std::collections::BTreeSet<String> =
+        r.stages.iter().flat_map(|s| s.node_ids.iter().cloned()).collect();
+    let waiting: Vec<PipelineNodeView> = d
+        .nodes
+        .iter()
+        .filter(|n| n.admitted && !targeted.contains(&n.node_id))
+        .cloned()
+        .collect();
+    let release_id = r.id.clone();
+    let title = if in_flight { "Rollout in flight" } else { "Latest release" };
+    view! {
+        <section class="card rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.clone()>
+            <div class="rollout-head">
+                <h2>{title}</h2>
+                <StatusBadge status=r.status.clone()/>
+                <span class="muted">{format!(
+                    "v{} replacing {} - started by {}",
+                    r.canary_version,
+                    r.previous_version.map(|v| format!("v{v}")).unwrap_or_else(|| "nothing (first deploy)".into()),
+                    r.created_by
+                )}</span>
+                {(r.status == "CANARY_DEPLOYED").then(|| r.bake_deadline.map(|deadline| view! { <Countdown deadline now=r.now/> }))}
+            </div>
+            {r.hold_reason.clone().map(|h| view! { <p class="hold" data-testid="hold-reason">"Held: " {h}</p> })}
+            {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
+            <ActionButtons release=r.clone() release_id actions/>
+            <ol class="stages" data-testid="stages">
+                {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() nodes=d.nodes.clone() index=i/> }).collect_view()}
+            </ol>
+            {in_flight.then(|| view! { <Waiting nodes=waiting r=r.clone()/> })}
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn ActionButtons(release: ReleaseView, release_id: String, actions: RolloutActions) -> impl IntoView {
+    let allowed = |a: &str| release.allowed_actions.iter().any(|x| x == a);
+    let id = StoredValue::new(release_id);
+    let busy = move || actions.pending();
+    view! {
+        <div class="actions" role="group" aria-label="Release actions">
+            {allowed("advance").then(|| view! {
+                <button class="primary" disabled=busy on:click=move |_| {
+                    actions.advance.dispatch(AdvanceRelease { release_id: id.get_value() });
+                }>"Advance next stage"</button>
+            })}
+            {allowed("complete").then(|| view! {
+                <button disabled=busy on:click=move |_| {
+                    actions.complete.dispatch(CompleteRelease { release_id: id.get_value() });
+                }>"Complete all remaining"</button>
+            })}
+            {allowed("broaden").then(|| view! {
+                <button class="primary" disabled=busy on:click=move |_| {
+                    actions.broaden.dispatch(BroadenRelease { release_id: id.get_value() });
+                }>"Broaden"</button>
+            })}
+            {allowed("rollback").then(|| view! {
+                <button class="danger" disabled=busy on:click=move |_| {
+                    let ok = window()
+                        .confirm_with_message("Roll back this canary? Every node returns to the previous config.")
+                        .unwrap_or(false);
+                    if ok {
+                        actions.rollback.dispatch(RollbackRelease { release_id: id.get_value() });
+                    }
+                }>"Rollback Canary"</button>
+            })}
+        </div>
+        {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
+    }
+}
+
+#[component]
+fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl IntoView {
+    let state = stage_state(&r, index);
+    let stage = r.stages.get(index).cloned();
+    let bake = r.plan["stages"][index]["bakeSeconds"].as_i64().unwrap_or(0);
+    let gates: Vec<String> = r.plan["stages"][index]["gates"]
+        .as_array()
+        .map(|g| {
+            g.iter()
+                .filter_map(|g| g.as_object().and_then(|o| o.keys().next().cloned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let stage_nodes: Vec<PipelineNodeView> = stage
+        .as_ref()
+        .map(|s| nodes.iter().filter(|n| s.node_ids.contains(&n.node_id)).cloned().collect())
+        .unwrap_or_default();
+    let class = format!("stage stage-{}", state.replace(' ', "-"));
+    view! {
+        <li class=class data-testid=format!("stage-{}", index + 1) data-state=state>
+            <div class="stage-head">
+                <strong>{format!("Stage {}", index + 1)}</strong>
+                <StatusBadge status=state.to_uppercase().replace(' ', "_")/>
+                <span class="muted">{format!("{} - bake {}s - gates: {}", selector_text(&r.plan, index), bake,
+                    if gates.is_empty() { "none".to_string() } else { gates.join(", ") })}</span>
+            </div>
+            {stage.clone().map(|s| view! {
+                <p class="muted small">{format!("{} node(s) added", s.node_ids.len())}</p>
+                {(!stage_nodes.is_empty()).then(|| view! { <NodesOfStage nodes=stage_nodes.clone()/> })}
+                <GateEvaluations evaluations=s.evaluations.clone()/>
+            })}
+        </li>
+    }
+}
+
+#[component]
+fn NodesOfStage(nodes: Vec<PipelineNodeView>) -> impl IntoView {
+    view! {
+        <table class="grid compact">
+            <thead><tr>
+                <th scope="col">"Node"</th><th scope="col">"Agent"</th><th scope="col">"Running"</th>
+                <th scope="col">"Process"</th><th scope="col">"Events in"</th><th scope="col">"Errors"</th>
+            </tr></thead>
+            <tbody>
+                {nodes.into_iter().map(|n| {
+                    let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
+                    view! {
+                        <tr data-node=n.node_name.clone()>
+                            <th scope="row">{n.node_name.clone()}</th>
+                            <td><StatusBadge status=n.node_status.clone()/></td>
+                            <td>{running}</td>
+                            <td>{n.process_status.clone().map(|s| view! { <StatusBadge status=s/> })}</td>
+                            <td class="num">{n.events_in}</td>
+                            <td class="num">{n.errors_total}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn Waiting(nodes: Vec<PipelineNodeView>, r: ReleaseView) -> impl IntoView {
+    let held_on = match r.previous_version {
+        Some(v) => format!("held on v{v}"),
+        None => "withheld (first deploy: the pipeline is not served to them yet)".to_string(),
+    };
+    view! {
+        <div class="waiting" data-testid="not-targeted">
+            <h3>{format!("Not targeted yet ({})", nodes.len())}</h3>
+            {if nodes.is_empty() {
+                view! { <p class="muted">"Every node of the fleet is targeted."</p> }.into_any()
+            } else {
+                view! {
+                    <p class="muted">{format!("These nodes are {held_on} until their stage opens.")}</p>
+                    <ul class="chips">
+                        {nodes.into_iter().map(|n| {
+                            let label = match n.served_version { Some(v) => format!("{} (v{v})", n.node_name), None => format!("{} (withheld)", n.node_name) };
+                            view! { <li class="chip" data-node=n.node_name.clone()>{label}</li> }
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+        </div>
+    }
+}

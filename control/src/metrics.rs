@@ -1,0 +1,160 @@
+//! The metrics `/metrics` exposes in Prometheus text format. They live here so the service
+//! layer counts what it decides (gate results, transitions) where it decides it.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServedLabels {
+    /// canary, previous, withheld, deployed, undeployed, not_selected
+    pub served: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GateLabels {
+    pub gate: String,
+    /// pass, fail, skipped
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransitionLabels {
+    /// release.advance, release.complete, release.hold, release.rollback, release.refused
+    pub action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReleaseLabels {
+    pub pipeline: String,
+    pub status: String,
+}
+
+/// The server's metrics; cheap to clone (every field is shared).
+#[derive(Clone)]
+pub struct Metrics {
+    pub config_polls: Family<ServedLabels, Counter>,
+    pub agent_requests: Family<RouteLabels, Counter>,
+    pub agent_latency: Family<RouteLabels, Histogram>,
+    pub gate_results: Family<GateLabels, Counter>,
+    pub transitions: Family<TransitionLabels, Counter>,
+    /// 1 for each pipeline's latest release status; refreshed from the database at scrape.
+    pub release_status: Family<ReleaseLabels, Gauge>,
+    registry: std::sync::Arc<Registry>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let config_polls = Family::<ServedLabels, Counter>::default();
+        let agent_requests = Family::<RouteLabels, Counter>::default();
+        let agent_latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new([0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5])
+        });
+        let gate_results = Family::<GateLabels, Counter>::default();
+        let transitions = Family::<TransitionLabels, Counter>::default();
+        let release_status = Family::<ReleaseLabels, Gauge>::default();
+        let mut registry = Registry::with_prefix("vectorflow");
+        registry.register(
+            "gate_results",
+            "Gate verdicts recorded on releases, by gate and verdict",
+            gate_results.clone(),
+        );
+        registry.register(
+            "release_transitions",
+            "Release transitions applied, by action",
+            transitions.clone(),
+        );
+        registry.register(
+            "release_status",
+            "1 for the status of each pipeline's latest release",
+            release_status.clone(),
+        );
+        registry.register(
+            "config_pipelines_served",
+            "Pipelines in config responses to agents, by what the fencing decision served",
+            config_polls.clone(),
+        );
+        registry.register(
+            "agent_requests",
+            "Agent protocol requests by route and status code",
+            agent_requests.clone(),
+        );
+        registry.register(
+            "agent_request_seconds",
+            "Agent protocol request latency",
+            agent_latency.clone(),
+        );
+        Self {
+            config_polls,
+            agent_requests,
+            agent_latency,
+            gate_results,
+            transitions,
+            release_status,
+            registry: std::sync::Arc::new(registry),
+        }
+    }
+}
+
+impl Metrics {
+    pub fn served(&self, kind: &str) {
+        self.config_polls
+            .get_or_create(&ServedLabels {
+                served: kind.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn gate_result(&self, result: &vf_rules::GateResult) {
+        let verdict = match result.verdict {
+            vf_rules::Verdict::Pass => "pass",
+            vf_rules::Verdict::Fail => "fail",
+            vf_rules::Verdict::Skipped => "skipped",
+        };
+        self.gate_results
+            .get_or_create(&GateLabels {
+                gate: result.gate.clone(),
+                verdict: verdict.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn transition(&self, action: &str) {
+        self.transitions
+            .get_or_create(&TransitionLabels {
+                action: action.to_string(),
+            })
+            .inc();
+    }
+
+    /// Replaces the release-status gauges with `(pipeline name, status)` pairs.
+    pub fn set_release_statuses(&self, latest: &[(String, String)]) {
+        self.release_status.clear();
+        for (pipeline, status) in latest {
+            self.release_status
+                .get_or_create(&ReleaseLabels {
+                    pipeline: pipeline.clone(),
+                    status: status.clone(),
+                })
+                .set(1);
+        }
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
