@@ -13,8 +13,8 @@ use leptos_router::path;
 
 use components::Layout;
 use pages::{
-    environments::EnvironmentsPage, fleet::FleetPage, groups::GroupsPage, pipeline::PipelinePage,
-    pipelines::PipelinesPage,
+    edge_config::EdgeConfigPage, environments::EnvironmentsPage, fleet::FleetPage,
+    groups::GroupsPage, pipeline::PipelinePage, pipelines::PipelinesPage,
 };
 
 /// The HTML document around the app (server side).
@@ -51,6 +51,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/pipelines") view=PipelinesPage/>
                     <Route path=path!("/pipelines/:id") view=PipelinePage/>
                     <Route path=path!("/environments") view=EnvironmentsPage/>
+                    <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
                 </Routes>
             </Layout>
         </Router>

@@ -185,6 +185,54 @@ pub struct StageSeries {
     pub points: Vec<(i64, i64, i64)>,
 }
 
+/// A rolling rollout as the admin page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollingView {
+    pub name: String,
+    pub global: vf_rolling::RolloutEntry,
+    pub orgs: Vec<(String, vf_rolling::RolloutEntry)>,
+    pub retired_at: Option<i64>,
+    pub row_version: i64,
+    pub updated_at: i64,
+}
+
+/// One audited change of a rolling rollout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollingChange {
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    pub rollout: String,
+    pub details: String,
+}
+
+/// Everything the edge-config admin page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EdgeAdminView {
+    pub rollouts: Vec<RollingView>,
+    /// The published document's version (its ETag) and when it last changed.
+    pub version: i64,
+    pub generated_at: i64,
+    pub history: Vec<RollingChange>,
+    pub now: i64,
+}
+
+/// "20% -> 35%: buckets 20..34 switch to the new path": what a percent change does.
+pub fn preview_change(old: u8, new: u8) -> String {
+    let (old, new) = (old.min(100), new.min(100));
+    match old.cmp(&new) {
+        std::cmp::Ordering::Equal => format!("{old}% -> {new}%: nobody moves"),
+        std::cmp::Ordering::Less => format!(
+            "{old}% -> {new}%: buckets {old}..{} switch to the new path",
+            new - 1
+        ),
+        std::cmp::Ordering::Greater => format!(
+            "{old}% -> {new}%: buckets {new}..{} go back to the old path",
+            old - 1
+        ),
+    }
+}
+
 /// Parses `k=v, k2=v2` (commas or new lines) into labels; the message says what is wrong.
 pub fn parse_label_text(text: &str) -> Result<Labels, String> {
     let mut out = Labels::new();
@@ -261,6 +309,23 @@ mod tests {
             "\"tier\" is not key=value"
         );
         assert!(parse_label_text("  ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_percent_preview_names_the_buckets_that_move() {
+        assert_eq!(
+            preview_change(20, 35),
+            "20% -> 35%: buckets 20..34 switch to the new path"
+        );
+        assert_eq!(
+            preview_change(50, 20),
+            "50% -> 20%: buckets 20..49 go back to the old path"
+        );
+        assert_eq!(preview_change(30, 30), "30% -> 30%: nobody moves");
+        assert_eq!(
+            preview_change(0, 100),
+            "0% -> 100%: buckets 0..99 switch to the new path"
+        );
     }
 
     #[test]

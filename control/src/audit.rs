@@ -67,3 +67,15 @@ pub async fn for_target(
     .fetch_all(&db.pool)
     .await?)
 }
+
+/// The newest events about any object of one kind (e.g. every rollout), newest first.
+pub async fn for_kind(db: &crate::Db, target_kind: &str, limit: i64) -> Result<Vec<AuditRow>> {
+    Ok(sqlx::query_as::<_, AuditRow>(
+        "SELECT id, at, actor, action, target_kind, target_id, environment_id, details
+         FROM audit_events WHERE target_kind = $1 ORDER BY seq DESC LIMIT $2",
+    )
+    .bind(target_kind)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?)
+}

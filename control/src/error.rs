@@ -15,6 +15,12 @@ pub enum ControlError {
     Conflict(String),
     #[error("invalid or revoked token")]
     Unauthorized,
+    /// The version the caller saw (If-Match) is not the current one.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// A change to an existing object came without the version the caller saw.
+    #[error("{0}")]
+    PreconditionRequired(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod pipelines;
 pub mod promql;
 pub mod releases;
+pub mod rolling;
 #[doc(hidden)]
 pub mod testing;
 

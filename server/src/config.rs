@@ -44,6 +44,8 @@ pub struct Config {
     /// How often the scheduler ticks; `None` (0) turns the loop off (tests step it).
     pub scheduler_interval_ms: Option<u64>,
     pub prometheus: Option<PromSettings>,
+    /// Read-only token for `GET /api/edge-config`; unset: the document is public.
+    pub edge_config_token: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -204,6 +206,13 @@ impl Config {
                 })
             }
         };
+        let edge_config_token = get("VF_EDGE_CONFIG_TOKEN");
+        if edge_config_token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err(err(
+                "VF_EDGE_CONFIG_TOKEN",
+                "must be at least 16 characters",
+            ));
+        }
         Ok(Config {
             database_url,
             addr,
@@ -219,6 +228,7 @@ impl Config {
             scheduler_interval_ms: (scheduler_interval_ms > 0)
                 .then_some(scheduler_interval_ms as u64),
             prometheus,
+            edge_config_token,
         })
     }
 

@@ -28,6 +28,8 @@ impl IntoResponse for ApiError {
             ControlError::NotFound(_) => StatusCode::NOT_FOUND,
             ControlError::Conflict(_) => StatusCode::CONFLICT,
             ControlError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ControlError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            ControlError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ControlError::Internal(cause) => {
                 tracing::error!(error = format!("{cause:#}"), "internal error");
                 StatusCode::INTERNAL_SERVER_ERROR

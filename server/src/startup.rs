@@ -30,6 +30,8 @@ pub struct AppState {
     pub control: Control,
     pub metrics: Metrics,
     pub leptos_options: LeptosOptions,
+    /// sha256 of `VF_EDGE_CONFIG_TOKEN`, when set.
+    pub edge_token_hash: Option<String>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -82,6 +84,10 @@ pub async fn build_with_clock(
         control: control.clone(),
         metrics: control.metrics.clone(),
         leptos_options: leptos_options.clone(),
+        edge_token_hash: config
+            .edge_config_token
+            .as_deref()
+            .map(vf_control::ids::token_hash),
     };
     let router = router(state, &config);
     Ok(Application {
@@ -143,6 +149,7 @@ fn router(state: AppState, config: &Config) -> Router {
     Router::new()
         .merge(agent)
         .merge(routes::health::router())
+        .merge(routes::edge::router())
         .leptos_routes_with_context(
             &state,
             routes,

@@ -23,6 +23,8 @@ pub fn fail(e: ControlError) -> ServerFnError {
         ControlError::NotFound(_) => StatusCode::NOT_FOUND,
         ControlError::Conflict(_) => StatusCode::CONFLICT,
         ControlError::Unauthorized => StatusCode::UNAUTHORIZED,
+        ControlError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+        ControlError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
         ControlError::Internal(cause) => {
             tracing::error!(error = format!("{cause:#}"), "server function failed");
             StatusCode::INTERNAL_SERVER_ERROR

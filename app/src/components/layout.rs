@@ -60,6 +60,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href=move || format!("/groups{}", suffix())>"Node groups"</A>
                 <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>
                 <A href=move || format!("/environments{}", suffix())>"Environments"</A>
+                <A href="/admin/edge-config">"Edge config"</A>
             </nav>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {

@@ -28,7 +28,8 @@ pub const PROMETHEUS_BIN: &str = "/usr/bin/prometheus";
 pub const ERROR_RATIO_RULE: &str = "vf_test_error_ratio";
 pub const ERROR_RATIO: f64 = 0.02;
 
-const CONFIG: &str = "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - RULES\n";
+const CONFIG: &str =
+    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - RULES\n";
 const RULES: &str = "groups:\n  - name: vf-test\n    interval: 1s\n    rules:\n      - record: vf_test_error_ratio\n        expr: vector(0.02)\n";
 /// How long Prometheus gets to start and evaluate its rules once (100 ms polls).
 const STARTUP_POLLS: u32 = 300;
@@ -53,8 +54,11 @@ impl Prometheus {
             let rules = dir.path().join("rules.yml");
             let config = dir.path().join("prometheus.yml");
             std::fs::write(&rules, RULES).unwrap();
-            std::fs::write(&config, CONFIG.replace("RULES", &rules.display().to_string()))
-                .unwrap();
+            std::fs::write(
+                &config,
+                CONFIG.replace("RULES", &rules.display().to_string()),
+            )
+            .unwrap();
             let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
             let port = free_port();
             let child = Command::new(PROMETHEUS_BIN)
@@ -149,11 +153,18 @@ pub fn unreachable_url() -> String {
 
 /// Prometheus settings as the server reads them from `VF_PROMETHEUS_URL`,
 /// `VF_PROMETHEUS_BEARER_TOKEN` and `VF_PROMETHEUS_TIMEOUT_MS`.
-pub fn prometheus_settings(url: &str, token: Option<&str>, timeout_ms: Option<u64>) -> PromSettings {
+pub fn prometheus_settings(
+    url: &str,
+    token: Option<&str>,
+    timeout_ms: Option<u64>,
+) -> PromSettings {
     let vars = HashMap::from([
         ("VF_PROMETHEUS_URL", Some(url.to_string())),
         ("VF_PROMETHEUS_BEARER_TOKEN", token.map(str::to_string)),
-        ("VF_PROMETHEUS_TIMEOUT_MS", timeout_ms.map(|t| t.to_string())),
+        (
+            "VF_PROMETHEUS_TIMEOUT_MS",
+            timeout_ms.map(|t| t.to_string()),
+        ),
     ]);
     Config::from_vars(|k| vars.get(k).cloned().flatten())
         .unwrap_or_else(|e| panic!("Prometheus settings: {e}"))

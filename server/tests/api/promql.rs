@@ -3,13 +3,18 @@
 //! timeout and unreachable Prometheus) fails closed with a reason naming it; the bearer
 //! token travels only in the `Authorization` header and shows up nowhere else.
 
+use std::cell::RefCell;
 use std::io;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use vf_control::{audit, pipelines};
+use tracing_subscriber::filter::DynFilterFn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 use vf_control::testing::TestDb;
+use vf_control::{audit, pipelines};
 
 use crate::helpers::TestApp;
 use crate::prometheus::{
@@ -59,11 +64,8 @@ async fn start_rollout(app: &TestApp, plan: Value) -> Rollout {
 
 impl Rollout {
     async fn release(&self, app: &TestApp) -> Value {
-        app.call_ok(
-            "release.canary.get",
-            json!({"release_id": self.release_id}),
-        )
-        .await
+        app.call_ok("release.canary.get", json!({"release_id": self.release_id}))
+            .await
     }
 
     async fn deployed_version(&self, app: &TestApp) -> Option<i64> {
@@ -101,7 +103,10 @@ async fn bake_single_gate(app: &TestApp, gate: Value) -> (Value, Value) {
         ("rollback", "ROLLED_BACK")
     };
     assert_eq!(
-        (outcomes[0].decision.as_str(), release["status"].as_str().unwrap()),
+        (
+            outcomes[0].decision.as_str(),
+            release["status"].as_str().unwrap()
+        ),
         expected,
         "{release}"
     );
@@ -275,7 +280,11 @@ async fn an_http_500_from_prometheus_fails_closed_naming_the_status_and_its_erro
 
 #[tokio::test]
 async fn an_error_status_from_prometheus_fails_closed_with_its_error() {
-    let answer = Answer::error(200, "execution", "query processing would load too many samples");
+    let answer = Answer::error(
+        200,
+        "execution",
+        "query processing would load too many samples",
+    );
     let result = gate_result_from_fake(answer, None).await;
     assert_failed_closed(
         &result,
@@ -321,14 +330,30 @@ async fn an_unreachable_prometheus_fails_closed_saying_it_could_not_be_reached()
 
 // --- the bearer token -----------------------------------------------------------------
 
-/// Everything logged through `tracing` (and the `log` crate) on this thread while the guard
-/// lives, formatted as the server's text logs are.
-#[derive(Clone, Default)]
+thread_local! {
+    /// The buffer of the log capture running on this thread, if one is.
+    static CAPTURE: RefCell<Option<Arc<Mutex<Vec<u8>>>>> = const { RefCell::new(None) };
+}
+
+/// Everything logged through `tracing` (and the `log` crate) on this thread while it lives,
+/// every level of every crate, formatted as the server's text logs are. The test must run on
+/// a current-thread runtime, so the server's tasks log on this thread too.
+///
+/// The subscriber is the binary's global default, installed once, because a scoped default
+/// misses events whose callsites other test threads register first; it formats nothing on a
+/// thread that is not capturing.
 struct LogCapture(Arc<Mutex<Vec<u8>>>);
 
-impl io::Write for LogCapture {
+/// Writes to the current thread's capture.
+struct ThreadCapture;
+
+impl io::Write for ThreadCapture {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        CAPTURE.with(|c| {
+            if let Some(capture) = &*c.borrow() {
+                capture.lock().unwrap().extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
 
@@ -338,21 +363,23 @@ impl io::Write for LogCapture {
 }
 
 impl LogCapture {
-    /// Captures every level of every crate. The test must run on a current-thread runtime,
-    /// so the server's tasks log on this thread too.
-    fn start() -> (LogCapture, tracing::subscriber::DefaultGuard) {
-        static LOG_BRIDGE: Once = Once::new();
-        LOG_BRIDGE.call_once(|| {
-            let _ = tracing_log::LogTracer::init();
+    fn start() -> LogCapture {
+        static GLOBAL_SUBSCRIBER: Once = Once::new();
+        GLOBAL_SUBSCRIBER.call_once(|| {
+            let capturing = DynFilterFn::new(|_, _| CAPTURE.with(|c| c.borrow().is_some()));
+            let layer = tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(|| ThreadCapture)
+                .with_filter(capturing);
+            // Also routes `log` records (reqwest's, sqlx's) into tracing.
+            tracing_subscriber::registry()
+                .with(layer)
+                .try_init()
+                .expect("no other global tracing subscriber in this test binary");
         });
-        let capture = LogCapture::default();
-        let writer = capture.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        (capture, tracing::subscriber::set_default(subscriber))
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        CAPTURE.with(|c| *c.borrow_mut() = Some(buffer.clone()));
+        LogCapture(buffer)
     }
 
     fn text(&self) -> String {
@@ -360,9 +387,15 @@ impl LogCapture {
     }
 }
 
+impl Drop for LogCapture {
+    fn drop(&mut self) {
+        CAPTURE.with(|c| c.borrow_mut().take());
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_audit_event() {
-    let (logs, _guard) = LogCapture::start();
+    let logs = LogCapture::start();
     // Answers that put the request into error text: a proxy echoing the header it refused.
     let fake = FakePrometheus::start(|query| match query {
         "edge_errors_500" => Answer::error(
@@ -447,13 +480,21 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
             answers.push((format!("audit {}", event.action), event.details));
         }
     }
-    answers.push(("Debug of the control handle".into(), format!("{:?}", app.control)));
+    answers.push((
+        "Debug of the control handle".into(),
+        format!("{:?}", app.control),
+    ));
 
     // The token was in play: sent on every query, and the scenario was logged.
     fake.assert_token_sent_as_header_only(TOKEN);
     let logs = logs.text();
+    std::fs::write("/tmp/vf-leak-logs.txt", &logs).unwrap();
+    // From the server's request handling and from the scheduler step.
+    assert!(logs.contains("canary release created"), "{logs}");
     assert!(logs.contains("release transition"), "{logs}");
-    assert!(answers.iter().any(|(what, _)| what == "audit release.rollback"));
+    assert!(answers
+        .iter()
+        .any(|(what, _)| what == "audit release.rollback"));
     for (what, text) in &answers {
         assert!(!text.contains(TOKEN), "the token is in {what}: {text}");
     }
@@ -471,7 +512,10 @@ async fn a_token_quoted_back_bare_by_prometheus_is_not_repeated_in_the_gate_reas
     let result = gate_result_from_fake(answer, None).await;
     assert_eq!(result["verdict"], "fail", "{result}");
     let reason = result["reason"].as_str().unwrap();
-    assert!(reason.starts_with("Prometheus answered HTTP 401"), "{reason}");
+    assert!(
+        reason.starts_with("Prometheus answered HTTP 401"),
+        "{reason}"
+    );
     assert!(!reason.contains(TOKEN), "{reason}");
 }
 

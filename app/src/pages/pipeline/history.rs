@@ -11,7 +11,10 @@ use crate::types::{format_time, ReleaseView, StageSeries};
 
 #[component]
 pub fn History(id: Memo<String>, refresh: Signal<usize>) -> impl IntoView {
-    let releases = Resource::new(move || (id.get(), refresh.get()), |(id, _)| list_releases(id));
+    let releases = Resource::new(
+        move || (id.get(), refresh.get()),
+        |(id, _)| list_releases(id),
+    );
     view! {
         <section aria-label="Release history">
             <h2>"Release history"</h2>
@@ -39,7 +42,11 @@ fn HistoryItem(r: ReleaseView) -> impl IntoView {
     let summary = format!(
         "v{} {} - {} stage(s) - created {} by {}, last action by {}",
         r.canary_version,
-        if r.planless { "canary" } else { "progressive rollout" },
+        if r.planless {
+            "canary"
+        } else {
+            "progressive rollout"
+        },
         r.stage_count,
         format_time(r.created_at),
         r.created_by,
@@ -91,8 +98,16 @@ pub fn polyline(values: &[f64], width: f64, height: f64) -> String {
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            let x = if n <= 1 { width / 2.0 } else { i as f64 * width / (n - 1) as f64 };
-            let y = if max <= 0.0 { height } else { height - v / max * height };
+            let x = if n <= 1 {
+                width / 2.0
+            } else {
+                i as f64 * width / (n - 1) as f64
+            };
+            let y = if max <= 0.0 {
+                height
+            } else {
+                height - v / max * height
+            };
             format!("{x:.1},{y:.1}")
         })
         .collect::<Vec<_>>()
@@ -108,7 +123,13 @@ fn StageChart(series: Option<StageSeries>) -> impl IntoView {
     let throughput: Vec<f64> = points.iter().map(|(_, e, _)| *e as f64 / 60.0).collect();
     let error_rate: Vec<f64> = points
         .iter()
-        .map(|(_, e, err)| if *e > 0 { *err as f64 * 100.0 / *e as f64 } else { 0.0 })
+        .map(|(_, e, err)| {
+            if *e > 0 {
+                *err as f64 * 100.0 / *e as f64
+            } else {
+                0.0
+            }
+        })
         .collect();
     let max_tp = throughput.iter().cloned().fold(0.0, f64::max);
     let max_er = error_rate.iter().cloned().fold(0.0, f64::max);
@@ -136,7 +157,10 @@ mod tests {
 
     #[test]
     fn polylines_scale_the_largest_value_to_the_top() {
-        assert_eq!(polyline(&[0.0, 5.0, 10.0], 100.0, 50.0), "0.0,50.0 50.0,25.0 100.0,0.0");
+        assert_eq!(
+            polyline(&[0.0, 5.0, 10.0], 100.0, 50.0),
+            "0.0,50.0 50.0,25.0 100.0,0.0"
+        );
         assert_eq!(polyline(&[3.0], 100.0, 50.0), "50.0,0.0");
         assert_eq!(polyline(&[0.0, 0.0], 100.0, 50.0), "0.0,50.0 100.0,50.0");
     }

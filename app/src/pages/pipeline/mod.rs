@@ -26,7 +26,14 @@ pub fn PipelinePage() -> impl IntoView {
     let deploy = ServerAction::<DeployPipeline>::new();
     let actions = RolloutActions::new();
     let detail = Resource::new(
-        move || (id.get(), tick.get(), deploy.version().get(), actions.version()),
+        move || {
+            (
+                id.get(),
+                tick.get(),
+                deploy.version().get(),
+                actions.version(),
+            )
+        },
         |(id, _, _, _)| get_pipeline(id),
     );
     let diff = DiffChoice {

@@ -108,8 +108,11 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
         return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
     };
     let in_flight = matches!(r.status.as_str(), "CANARY_DEPLOYED" | "HEALTH_CHECK");
-    let targeted: std::collections::BTreeSet<String> =
-        r.stages.iter().flat_map(|s| s.node_ids.iter().cloned()).collect();
+    let targeted: std::collections::BTreeSet<String> = r
+        .stages
+        .iter()
+        .flat_map(|s| s.node_ids.iter().cloned())
+        .collect();
     let waiting: Vec<PipelineNodeView> = d
         .nodes
         .iter()
@@ -117,7 +120,11 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
         .cloned()
         .collect();
     let release_id = r.id.clone();
-    let title = if in_flight { "Rollout in flight" } else { "Latest release" };
+    let title = if in_flight {
+        "Rollout in flight"
+    } else {
+        "Latest release"
+    };
     view! {
         <section class="card rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.clone()>
             <div class="rollout-head">
@@ -144,7 +151,11 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
 }
 
 #[component]
-fn ActionButtons(release: ReleaseView, release_id: String, actions: RolloutActions) -> impl IntoView {
+fn ActionButtons(
+    release: ReleaseView,
+    release_id: String,
+    actions: RolloutActions,
+) -> impl IntoView {
     let allowed = |a: &str| release.allowed_actions.iter().any(|x| x == a);
     let id = StoredValue::new(release_id);
     let busy = move || actions.pending();
@@ -195,7 +206,13 @@ fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl
         .unwrap_or_default();
     let stage_nodes: Vec<PipelineNodeView> = stage
         .as_ref()
-        .map(|s| nodes.iter().filter(|n| s.node_ids.contains(&n.node_id)).cloned().collect())
+        .map(|s| {
+            nodes
+                .iter()
+                .filter(|n| s.node_ids.contains(&n.node_id))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let class = format!("stage stage-{}", state.replace(' ', "-"));
     view! {

@@ -1,0 +1,155 @@
+//! Rolling rollouts over HTTP: the published edge config document (read by services through
+//! the `edge-client` crate) and the admin routes that change it.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use vf_control::rolling::{self, Change, StoredRollout};
+use vf_control::ControlError;
+
+use crate::error::ApiError;
+use crate::startup::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/edge-config", get(edge_config))
+        .route("/api/admin/rollouts", get(list))
+        .route(
+            "/api/admin/rollouts/{id}",
+            put(set_global).delete(delete_rollout),
+        )
+        .route(
+            "/api/admin/rollouts/{id}/orgs/{org}",
+            put(set_org).delete(delete_org),
+        )
+}
+
+/// `GET /api/edge-config`: the whole document, strong ETag, 304 when unchanged. When
+/// `VF_EDGE_CONFIG_TOKEN` is set the read-only token is required as a Bearer token.
+async fn edge_config(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if let Some(expected) = &state.edge_token_hash {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| vf_control::ids::token_hash(t.trim()));
+        // Comparing hashes: equal-length digests, no early exit on a token prefix.
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+            return Err(ApiError(ControlError::Unauthorized));
+        }
+    }
+    let doc = rolling::edge_config(&state.control.db).await?;
+    let etag = format!("\"{}\"", doc.version);
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let cache = [
+        (header::ETAG, etag),
+        (header::CACHE_CONTROL, "no-cache".to_string()),
+    ];
+    if unchanged {
+        return Ok((StatusCode::NOT_MODIFIED, cache).into_response());
+    }
+    Ok((cache, Json(doc)).into_response())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn rollout_json(s: &StoredRollout) -> Value {
+    json!({
+        "name": s.rollout.name,
+        "global": s.rollout.global,
+        "orgs": s.rollout.orgs,
+        "retiredAt": s.rollout.retired_at,
+        "rowVersion": s.row_version,
+        "updatedAt": s.updated_at,
+    })
+}
+
+fn with_etag(s: &StoredRollout) -> Response {
+    let etag = HeaderValue::from_str(&format!("\"{}\"", s.row_version))
+        .unwrap_or(HeaderValue::from_static("\"0\""));
+    ([(header::ETAG, etag)], Json(rollout_json(s))).into_response()
+}
+
+async fn list(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let all = rolling::list(&state.control.db).await?;
+    Ok(Json(all.iter().map(rollout_json).collect::<Vec<_>>()).into_response())
+}
+
+/// `If-Match: "3"` (or `3`): the row version the admin saw.
+fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(raw) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    raw.to_str()
+        .ok()
+        .map(|v| v.trim().trim_start_matches("W/").trim_matches('"'))
+        .and_then(|v| v.parse().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::bad_request("If-Match", "must be the rollout's ETag, e.g. \"3\""))
+}
+
+fn percent_of(body: &[u8]) -> Result<vf_rolling::Percent, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("body", format!("not JSON: {e}")))?;
+    Ok(rolling::parse_percent(&v["percent"])?)
+}
+
+async fn change(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: &str,
+    change: Change,
+) -> Result<Response, ApiError> {
+    let ctl = &state.control;
+    let stored =
+        rolling::apply(&ctl.db, "admin", id, change, if_match(headers)?, ctl.now()).await?;
+    Ok(with_etag(&stored))
+}
+
+async fn set_global(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let p = percent_of(&body)?;
+    change(&state, &headers, &id, Change::SetGlobal(p)).await
+}
+
+async fn set_org(
+    State(state): State<AppState>,
+    Path((id, org)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let p = percent_of(&body)?;
+    change(&state, &headers, &id, Change::SetOrg(org, p)).await
+}
+
+async fn delete_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    change(&state, &headers, &id, Change::Delete).await
+}
+
+async fn delete_org(
+    State(state): State<AppState>,
+    Path((id, org)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    change(&state, &headers, &id, Change::RemoveOrg(org)).await
+}

@@ -1,0 +1,157 @@
+//! Who a stage targets: percentage stages ranked per release and cumulative, node-group
+//! stages, the pipeline's nodeSelector applied first, and late joiners left untargeted.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+use vf_agent::Agent;
+use vf_control::fleet;
+
+use crate::helpers::{labels, TestApp};
+use crate::releases::{poll_all, served, stage};
+
+fn node_ids(release: &Value, stage: usize) -> BTreeSet<String> {
+    release["stages"][stage]["node_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn ids(agents: &[&Agent]) -> BTreeSet<String> {
+    agents.iter().map(|a| a.node_id().to_string()).collect()
+}
+
+#[tokio::test]
+async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_anyone() {
+    let app = TestApp::spawn().await;
+    let mut n1 = app.start_agent("n1", &[]).await;
+    let mut n2 = app.start_agent("n2", &[]).await;
+    let mut n3 = app.start_agent("n3", &[]).await;
+    let mut n4 = app.start_agent("n4", &[]).await;
+    let p = app.create_pipeline("logs", &[]).await;
+    app.deploy(&p.id, "v: 1\n").await;
+    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4]).await;
+    assert_eq!(served(&[&n1, &n2, &n3, &n4], &p.id), [Some(1); 4]);
+
+    let (id, release) = app
+        .create_release(json!({
+            "pipeline_id": p.id,
+            "config_yaml": "v: 2\n",
+            "rollout_plan": {"stages": [
+                stage(json!({"percentage": 50}), json!([{"healthWindow": {}}])),
+                stage(json!({"percentage": 100}), json!([{"healthWindow": {}}])),
+            ]},
+        }))
+        .await;
+    let first = node_ids(&release, 0);
+    assert_eq!(first.len(), 2);
+    // The two nodes first in this release's order: sha256(releaseId:nodeId) ascending.
+    let mut ranked: Vec<(String, String)> = ids(&[&n1, &n2, &n3, &n4])
+        .into_iter()
+        .map(|n| (vf_rules::rank_key(&id, &n), n))
+        .collect();
+    ranked.sort();
+    let lowest: BTreeSet<String> = ranked.into_iter().take(2).map(|(_, n)| n).collect();
+    assert_eq!(first, lowest);
+
+    let expect = |agents: &[&Agent], targeted: &BTreeSet<String>| -> Vec<Option<i64>> {
+        agents
+            .iter()
+            .map(|a| Some(if targeted.contains(a.node_id()) { 2 } else { 1 }))
+            .collect()
+    };
+    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4]).await;
+    let fleet = [&n1, &n2, &n3, &n4];
+    assert_eq!(served(&fleet, &p.id), expect(&fleet, &first));
+
+    assert_eq!(app.decide_after(30_000).await, "advance");
+    // A node that enrolls after the last stage started is not targeted until the release
+    // leaves flight.
+    let mut late = app.start_agent("late", &[]).await;
+    let r = app.release(&id).await;
+    let second = node_ids(&r, 1);
+    assert_eq!(second.len(), 2);
+    assert!(first.is_disjoint(&second));
+    assert_eq!(
+        first.union(&second).cloned().collect::<BTreeSet<_>>(),
+        ids(&[&n1, &n2, &n3, &n4])
+    );
+    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4, &mut late]).await;
+    assert_eq!(
+        served(&[&n1, &n2, &n3, &n4, &late], &p.id),
+        [Some(2), Some(2), Some(2), Some(2), Some(1)]
+    );
+
+    assert_eq!(app.decide_after(30_000).await, "complete");
+    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4, &mut late]).await;
+    assert_eq!(served(&[&n1, &n2, &n3, &n4, &late], &p.id), [Some(2); 5]);
+}
+
+#[tokio::test]
+async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_selection() {
+    let app = TestApp::spawn().await;
+    let mut edge1 = app
+        .start_agent("edge-1", &[("tier", "edge"), ("env", "prod")])
+        .await;
+    let mut edge2 = app
+        .start_agent("edge-2", &[("tier", "edge"), ("env", "prod")])
+        .await;
+    let mut core = app
+        .start_agent("core-1", &[("tier", "core"), ("env", "prod")])
+        .await;
+    // In the group, but the pipeline's nodeSelector never admits it.
+    let mut dev = app
+        .start_agent("edge-dev", &[("tier", "edge"), ("env", "dev")])
+        .await;
+    let group = fleet::create_node_group(
+        &app.control.db,
+        "operator",
+        &app.env_id,
+        "edge",
+        labels(&[("tier", "edge")]),
+        app.now(),
+    )
+    .await
+    .unwrap();
+    let p = app.create_pipeline("logs", &[("env", "prod")]).await;
+    app.deploy(&p.id, "v: 1\n").await;
+    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    assert_eq!(
+        served(&[&edge1, &edge2, &core, &dev], &p.id),
+        [Some(1), Some(1), Some(1), None]
+    );
+
+    let (id, release) = app
+        .create_release(json!({
+            "pipeline_id": p.id,
+            "config_yaml": "v: 2\n",
+            "rollout_plan": {"stages": [
+                stage(json!({"nodeGroup": group.id}), json!([])),
+                stage(json!({"percentage": 100}), json!([])),
+            ]},
+        }))
+        .await;
+    assert_eq!(node_ids(&release, 0), ids(&[&edge1, &edge2]));
+    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    assert_eq!(
+        served(&[&edge1, &edge2, &core, &dev], &p.id),
+        [Some(2), Some(2), Some(1), None]
+    );
+    assert!(!app.pipeline_file("edge-dev", &p.id).exists());
+
+    assert_eq!(app.decide_after(30_000).await, "advance");
+    assert_eq!(node_ids(&app.release(&id).await, 1), ids(&[&core]));
+    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    assert_eq!(
+        served(&[&edge1, &edge2, &core, &dev], &p.id),
+        [Some(2), Some(2), Some(2), None]
+    );
+    assert_eq!(app.decide_after(30_000).await, "complete");
+    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    assert_eq!(
+        served(&[&edge1, &edge2, &core, &dev], &p.id),
+        [Some(2), Some(2), Some(2), None]
+    );
+}
