@@ -13,6 +13,7 @@ pub mod handle;
 pub mod heartbeat;
 pub mod ids;
 pub mod metrics;
+pub mod opamp;
 pub mod pipelines;
 pub mod promql;
 pub mod releases;

@@ -60,9 +60,13 @@ fn row_to_stored(
 }
 
 pub async fn list(db: &Db) -> Result<Vec<StoredRollout>> {
+    list_with(&db.pool).await
+}
+
+async fn list_with(conn: impl sqlx::AnyExecutor<'_>) -> Result<Vec<StoredRollout>> {
     let rows: Vec<(String, String, i64, i64)> =
         sqlx::query_as("SELECT name, doc, row_version, updated_at FROM rollouts ORDER BY name")
-            .fetch_all(&db.pool)
+            .fetch_all(conn)
             .await?;
     rows.into_iter()
         .map(|(n, d, v, u)| row_to_stored(n, d, v, u))
@@ -82,13 +86,21 @@ pub async fn get(db: &Db, name: &str) -> Result<Option<StoredRollout>> {
 /// The published document: every rollout (retired ones stay, at 0 %, so caches see that
 /// their customers moved) and its version.
 pub async fn edge_config(db: &Db) -> Result<EdgeConfig> {
+    // Version and rollouts from one snapshot, so one ETag always means one body.
+    let mut tx = db.pool.begin().await?;
+    if db.dialect == crate::db::Dialect::Postgres {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+    }
     let version: i64 = sqlx::query_scalar("SELECT version FROM edge_config_state WHERE id = 1")
-        .fetch_one(&db.pool)
+        .fetch_one(&mut *tx)
         .await?;
+    let rollouts = list_with(&mut *tx).await?;
+    tx.commit().await?;
     let mut config = EdgeConfig::empty();
     config.version = version;
     // The time of the last change, so one version is always the same bytes (strong ETag).
-    let rollouts = list(db).await?;
     config.generated_at = rollouts.iter().map(|r| r.updated_at).max().unwrap_or(0);
     for stored in rollouts {
         config

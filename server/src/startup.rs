@@ -149,6 +149,7 @@ fn router(state: AppState, config: &Config) -> Router {
     Router::new()
         .merge(agent)
         .merge(routes::health::router())
+        .merge(routes::opamp::router(config, &state))
         .merge(routes::edge::router())
         .leptos_routes_with_context(
             &state,

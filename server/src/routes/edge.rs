@@ -38,11 +38,17 @@ async fn edge_config(
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(|v| {
+                let (scheme, token) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(token)
+            })
             .map(|t| vf_control::ids::token_hash(t.trim()));
         // Comparing hashes: equal-length digests, no early exit on a token prefix.
         if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-            return Err(ApiError(ControlError::Unauthorized));
+            let mut resp = ApiError(ControlError::Unauthorized).into_response();
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Ok(resp);
         }
     }
     let doc = rolling::edge_config(&state.control.db).await?;
@@ -50,7 +56,7 @@ async fn edge_config(
     let unchanged = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+        .is_some_and(|v| none_match(v, &etag));
     let cache = [
         (header::ETAG, etag),
         (header::CACHE_CONTROL, "no-cache".to_string()),
@@ -59,6 +65,15 @@ async fn edge_config(
         return Ok((StatusCode::NOT_MODIFIED, cache).into_response());
     }
     Ok((cache, Json(doc)).into_response())
+}
+
+/// `If-None-Match` compares weakly (RFC 9110 13.1.2): `W/"7"` matches `"7"` (proxies that
+/// compress responses weaken ETags), and `*` matches any current document.
+fn none_match(header: &str, etag: &str) -> bool {
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t.trim_start_matches("W/") == etag)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -3,3 +3,4 @@
 pub mod agent;
 pub mod edge;
 pub mod health;
+pub mod opamp;

@@ -6,6 +6,7 @@
 
 mod agent_protocol;
 mod bootstrap;
+mod edge;
 mod health;
 mod heartbeats;
 mod helpers;

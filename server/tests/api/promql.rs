@@ -419,14 +419,15 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
     ])]});
     let rollout = start_rollout(&app, plan).await;
 
-    // A manual advance is refused with the failing gate; the scheduler then rolls back.
+    // A manual complete is refused with the failing gate; the scheduler then rolls back.
     let (status, refused) = app
         .call(
-            "release.canary.advance",
+            "release.canary.complete",
             json!({"release_id": rollout.release_id}),
         )
         .await;
     assert_eq!(status, 409, "{refused}");
+    assert!(refused.contains("customPromQL gate failed"), "{refused}");
     assert_eq!(app.tick_after(BAKE_MS).await[0].decision, "rollback");
 
     let release = rollout.release(&app).await;
@@ -445,7 +446,7 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
     );
     let env = json!({"environment_id": app.env_id});
     let mut answers = vec![
-        ("release.canary.advance".to_string(), refused),
+        ("release.canary.complete".to_string(), refused),
         ("release.canary.get".to_string(), release.to_string()),
     ];
     for (endpoint, body) in [
@@ -488,7 +489,6 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
     // The token was in play: sent on every query, and the scenario was logged.
     fake.assert_token_sent_as_header_only(TOKEN);
     let logs = logs.text();
-    std::fs::write("/tmp/vf-leak-logs.txt", &logs).unwrap();
     // From the server's request handling and from the scheduler step.
     assert!(logs.contains("canary release created"), "{logs}");
     assert!(logs.contains("release transition"), "{logs}");

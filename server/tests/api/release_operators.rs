@@ -142,6 +142,12 @@ async fn planless_canary_holds_after_its_window_and_is_broadened_by_hand(
     assert_eq!(served(&everyone, &p.id), expected(&everyone, 2, 1));
 
     assert!(app.tick_after(30_000).await.is_empty());
+    // Broadening before the window is over is refused: the health window has not elapsed.
+    let early = app
+        .call_refused("release.canary.broaden", json!({ "release_id": id }), 409)
+        .await;
+    assert!(early.contains("healthWindow gate failed"), "{early}");
+    assert_eq!(app.deployed_version(&p.id).await, Some(1));
     assert_eq!(app.decide_after(30_000).await, "hold");
     let held = app.release(&id).await;
     assert_eq!(held["status"], "HEALTH_CHECK");
@@ -159,10 +165,13 @@ async fn planless_canary_holds_after_its_window_and_is_broadened_by_hand(
 
     let broadened = app.press("broaden", &id).await;
     assert_eq!(broadened["status"], "BROADENED");
+    let evaluations = broadened["stages"][0]["evaluations"].as_array().unwrap();
+    let decisions: Vec<&Value> = evaluations.iter().map(|e| &e["decision"]).collect();
     assert_eq!(
-        broadened["stages"][0]["evaluations"][1]["trigger"],
-        "broaden"
+        decisions,
+        [&json!("refused"), &json!("hold"), &json!("complete")]
     );
+    assert_eq!(evaluations[2]["trigger"], "broaden");
     assert_eq!(app.deployed_version(&p.id).await, Some(2));
     poll_all(&mut [&mut a1, &mut a2, &mut b1, &mut b2]).await;
     assert_eq!(served(&[&a1, &a2, &b1, &b2], &p.id), [Some(2); 4]);

@@ -38,7 +38,6 @@ async fn a_tick_and_a_rollback_press_on_a_due_release_make_one_transition(app: T
         releases::tick(&app.control, app.now()),
         releases::act(&app.control, "operator", &id, Action::Rollback),
     );
-    eprintln!("RACE tick={ticked:?} press={:?}", pressed.as_ref().map(|r| &r.status));
     let ticked: Vec<_> = ticked
         .unwrap()
         .into_iter()
@@ -90,7 +89,6 @@ async fn two_racing_ticks_make_one_transition(app: TestApp) {
         releases::tick(&app.control, now),
         releases::tick(&app.control, now)
     );
-    eprintln!("RACE2 {first:?} {second:?}");
     let decisions: Vec<String> = first
         .unwrap()
         .into_iter()
@@ -178,4 +176,139 @@ async fn a_server_restarted_mid_bake_decides_at_the_stored_deadline_as_if_it_nev
     assert_eq!(advanced["stages"][1]["started_at"], deadline);
     poll_all(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(2)]);
+}
+
+/// How many times a create race is run: the interleaving differs from run to run.
+const ATTEMPTS: usize = 5;
+
+/// A server function's answer, cut short for an assertion message.
+fn brief((status, body): &(u16, String)) -> String {
+    format!("{status} {}", body.chars().take(120).collect::<String>())
+}
+
+async fn racing_creates_make_one_release_and_refuse_the_other(app: TestApp) {
+    let mut a = app.start_agent("wave-a", &[("wave", "a")]).await;
+    for attempt in 0..ATTEMPTS {
+        let p = app.create_pipeline(&format!("logs-{attempt}"), &[]).await;
+        app.deploy(&p.id, "v: 1\n").await;
+        let body = |config: &str| {
+            json!({
+                "pipeline_id": p.id,
+                "config_yaml": config,
+                "rollout_plan": {"stages": [wave("a", json!([]))]},
+            })
+        };
+        let (first, second) = tokio::join!(
+            app.call("release.canary.create", body("v: first\n")),
+            app.call("release.canary.create", body("v: second\n")),
+        );
+        let mut statuses = [first.0, second.0];
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            [200, 409],
+            "attempt {attempt}: {} / {}",
+            brief(&first),
+            brief(&second)
+        );
+        let winner = if first.0 == 200 {
+            "v: first\n"
+        } else {
+            "v: second\n"
+        };
+
+        let releases = app
+            .call_ok("release.list", json!({ "pipeline_id": p.id }))
+            .await;
+        assert_eq!(releases.as_array().unwrap().len(), 1);
+        assert_eq!(releases[0]["canary_version"], 2);
+        assert_eq!(
+            app.versions(&p.id).await,
+            [(1, "v: 1\n".to_string()), (2, winner.to_string())]
+        );
+        poll_all(&mut [&mut a]).await;
+        assert_eq!(served(&[&a], &p.id), [Some(2)]);
+        assert_eq!(app.file_on_disk("wave-a", &p.id).as_deref(), Some(winner));
+    }
+}
+
+#[tokio::test]
+async fn two_racing_creates_for_one_pipeline_make_one_release_and_refuse_the_other_with_409() {
+    racing_creates_make_one_release_and_refuse_the_other(TestApp::spawn().await).await;
+}
+
+#[tokio::test]
+#[ignore = "BUG: on PostgreSQL the loser's canary version number collides (pipeline_versions primary key) and it gets 500 instead of 409"]
+async fn two_racing_creates_for_one_pipeline_make_one_release_and_refuse_the_other_on_postgres() {
+    racing_creates_make_one_release_and_refuse_the_other(TestApp::spawn_postgres().await).await;
+}
+
+async fn a_deploy_racing_a_create_is_refused_or_becomes_the_previous_version(app: TestApp) {
+    let mut a = app.start_agent("wave-a", &[("wave", "a")]).await;
+    let mut b = app.start_agent("wave-b", &[("wave", "b")]).await;
+    for attempt in 0..ATTEMPTS {
+        let p = app.create_pipeline(&format!("logs-{attempt}"), &[]).await;
+        app.deploy(&p.id, "v: 1\n").await;
+        let (created, deployed) = tokio::join!(
+            app.call(
+                "release.canary.create",
+                json!({
+                    "pipeline_id": p.id,
+                    "config_yaml": "v: canary\n",
+                    "rollout_plan": {"stages": [wave("a", json!([]))]},
+                }),
+            ),
+            app.call(
+                "pipeline.deploy",
+                json!({"pipeline_id": p.id, "config_yaml": "v: hotfix\n", "changelog": "hotfix"}),
+            ),
+        );
+        let context = format!(
+            "attempt {attempt}: create {}, deploy {}",
+            brief(&created),
+            brief(&deployed)
+        );
+        for status in [created.0, deployed.0] {
+            assert!(status == 200 || status == 409, "{context}");
+        }
+        let versions = app.versions(&p.id).await;
+        let number_of = |config: &str| versions.iter().find(|(_, c)| c == config).map(|(v, _)| *v);
+        let (canary, hotfix) = (number_of("v: canary\n"), number_of("v: hotfix\n"));
+        assert_eq!(canary.is_some(), created.0 == 200, "{context}");
+        assert_eq!(hotfix.is_some(), deployed.0 == 200, "{context}");
+        // Whatever won, untargeted nodes keep what was deployed when the canary was minted:
+        // a deploy that succeeded is never silently undone by the release's fencing.
+        let deployed_now = app.deployed_version(&p.id).await;
+        let releases = app
+            .call_ok("release.list", json!({ "pipeline_id": p.id }))
+            .await;
+        if let Some(release) = releases.as_array().unwrap().first() {
+            assert_eq!(
+                release["previous_version"],
+                json!(deployed_now),
+                "{context}"
+            );
+        }
+        poll_all(&mut [&mut a, &mut b]).await;
+        let expected_b = hotfix.unwrap_or(1);
+        assert_eq!(
+            served(&[&a, &b], &p.id),
+            [canary.or(hotfix).or(Some(1)), Some(expected_b)],
+            "{context}"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "BUG: create_canary reads the deployed version outside its transaction, so a deploy committed meanwhile succeeds yet untargeted nodes are fenced back to the older version"]
+async fn a_direct_deploy_racing_a_create_is_refused_or_becomes_the_previous_version() {
+    a_deploy_racing_a_create_is_refused_or_becomes_the_previous_version(TestApp::spawn().await)
+        .await;
+}
+
+#[tokio::test]
+#[ignore = "BUG: on PostgreSQL a deploy racing a create can get 500 (version number collision) or be fenced away as on SQLite"]
+async fn a_direct_deploy_racing_a_create_is_refused_or_becomes_the_previous_version_on_postgres() {
+    let app = TestApp::spawn_postgres().await;
+    a_deploy_racing_a_create_is_refused_or_becomes_the_previous_version(app).await;
 }

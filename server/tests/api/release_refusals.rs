@@ -209,3 +209,41 @@ async fn a_manual_advance_refused_by_a_failing_gate_changes_nothing_and_never_ro
     poll_all(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(3), Some(3)]);
 }
+
+#[tokio::test]
+async fn actions_on_an_unknown_release_are_404_and_on_a_finished_one_409() {
+    let app = TestApp::spawn().await;
+    let (pipeline_id, mut agent) = deployed_pipeline(&app).await;
+    let unknown = json!({ "release_id": "00000000-0000-0000-0000-000000000000" });
+    for endpoint in ["get", "advance", "complete", "rollback"] {
+        let message = app
+            .call_refused(&format!("release.canary.{endpoint}"), unknown.clone(), 404)
+            .await;
+        assert!(message.contains("not found"), "{message}");
+    }
+
+    let plan = json!({"stages": [wave("a", json!([]))]});
+    let (id, _) = app
+        .create_release(json!({
+            "pipeline_id": pipeline_id, "config_yaml": "v: 2\n", "rollout_plan": plan,
+        }))
+        .await;
+    app.press("complete", &id).await;
+    poll_all(&mut [&mut agent]).await;
+    assert_eq!(served(&[&agent], &pipeline_id), [Some(2)]);
+    let before = state(&app, &pipeline_id).await;
+    for action in ["advance", "complete", "rollback"] {
+        let message = app
+            .call_refused(
+                &format!("release.canary.{action}"),
+                json!({ "release_id": id }),
+                409,
+            )
+            .await;
+        assert_eq!(message, "release is already complete");
+    }
+    assert_eq!(state(&app, &pipeline_id).await, before);
+    assert!(app.tick_after(60_000).await.is_empty());
+    poll_all(&mut [&mut agent]).await;
+    assert_eq!(served(&[&agent], &pipeline_id), [Some(2)]);
+}

@@ -127,7 +127,9 @@ mod tests {
 
     #[test]
     fn an_empty_label_selector_is_refused_by_the_rules() {
-        let parts = with(&[CanaryEdit::Selector(SelectorEdit::Kind(SelectorKind::Labels))]);
+        let parts = with(&[CanaryEdit::Selector(SelectorEdit::Kind(
+            SelectorKind::Labels,
+        ))]);
         assert_eq!(
             messages(&parts),
             ["canarySelector.labels: must have at least one label"]
@@ -137,11 +139,26 @@ mod tests {
     #[test]
     fn the_health_check_window_is_one_to_1440_whole_minutes() {
         let window = |text: &str| messages(&with(&[CanaryEdit::WindowMinutes(text.into())]));
-        assert_eq!(window("0"), ["healthCheckWindowMinutes: must be at least 1"]);
-        assert_eq!(window("-3"), ["healthCheckWindowMinutes: must be at least 1"]);
-        assert_eq!(window("1441"), ["healthCheckWindowMinutes: must be at most 1440"]);
-        assert_eq!(window("99999999999"), ["healthCheckWindowMinutes: must be at most 1440"]);
-        assert_eq!(window("2.5"), ["healthCheckWindowMinutes: must be a whole number of minutes"]);
+        assert_eq!(
+            window("0"),
+            ["healthCheckWindowMinutes: must be at least 1"]
+        );
+        assert_eq!(
+            window("-3"),
+            ["healthCheckWindowMinutes: must be at least 1"]
+        );
+        assert_eq!(
+            window("1441"),
+            ["healthCheckWindowMinutes: must be at most 1440"]
+        );
+        assert_eq!(
+            window("99999999999"),
+            ["healthCheckWindowMinutes: must be at most 1440"]
+        );
+        assert_eq!(
+            window("2.5"),
+            ["healthCheckWindowMinutes: must be a whole number of minutes"]
+        );
         assert_eq!(window(""), ["healthCheckWindowMinutes: is required"]);
         assert!(window("1440").is_empty());
         assert!(window("1").is_empty());

@@ -188,9 +188,18 @@ mod tests {
     #[test]
     fn stage_fields_map_to_their_stage_and_control() {
         assert_eq!(locate("stages[2].bakeSeconds"), spot(Some(2), Field::Bake));
-        assert_eq!(locate("stages[0].selector.percentage"), spot(Some(0), Field::Selector));
-        assert_eq!(locate("stages[1].selector.labels.zone"), spot(Some(1), Field::Selector));
-        assert_eq!(locate("stages[12].selector"), spot(Some(12), Field::Selector));
+        assert_eq!(
+            locate("stages[0].selector.percentage"),
+            spot(Some(0), Field::Selector)
+        );
+        assert_eq!(
+            locate("stages[1].selector.labels.zone"),
+            spot(Some(1), Field::Selector)
+        );
+        assert_eq!(
+            locate("stages[12].selector"),
+            spot(Some(12), Field::Selector)
+        );
         assert_eq!(
             locate("stages[0].gates[1].errorRate.maxPercent"),
             spot(Some(0), Field::MaxErrorPercent)
@@ -199,7 +208,10 @@ mod tests {
             locate("stages[3].gates[0].throughputDrop.maxDropPercent"),
             spot(Some(3), Field::MaxDropPercent)
         );
-        assert_eq!(locate("stages[0].gates[2].customPromQL.query"), spot(Some(0), Field::Query));
+        assert_eq!(
+            locate("stages[0].gates[2].customPromQL.query"),
+            spot(Some(0), Field::Query)
+        );
         assert_eq!(
             locate("stages[0].gates[2].customPromQL.comparator"),
             spot(Some(0), Field::Comparator)
@@ -208,17 +220,32 @@ mod tests {
             locate("stages[0].gates[2].customPromQL.threshold"),
             spot(Some(0), Field::Threshold)
         );
-        assert_eq!(locate("stages[0].gates[0].healthWindow"), spot(Some(0), Field::Gates));
+        assert_eq!(
+            locate("stages[0].gates[0].healthWindow"),
+            spot(Some(0), Field::Gates)
+        );
     }
 
     #[test]
     fn plan_fields_and_server_prefixed_paths_map_too() {
         assert_eq!(locate("stages"), spot(None, Field::Stages));
         assert_eq!(locate("autoAdvance"), spot(None, Field::AutoAdvance));
-        assert_eq!(locate("autoRollbackOnGateFail"), spot(None, Field::AutoRollback));
-        assert_eq!(locate("rolloutPlan.stages[4].bakeSeconds"), spot(Some(4), Field::Bake));
-        assert_eq!(locate("canarySelector.percentage"), spot(None, Field::Selector));
-        assert_eq!(locate("healthCheckWindowMinutes"), spot(None, Field::Window));
+        assert_eq!(
+            locate("autoRollbackOnGateFail"),
+            spot(None, Field::AutoRollback)
+        );
+        assert_eq!(
+            locate("rolloutPlan.stages[4].bakeSeconds"),
+            spot(Some(4), Field::Bake)
+        );
+        assert_eq!(
+            locate("canarySelector.percentage"),
+            spot(None, Field::Selector)
+        );
+        assert_eq!(
+            locate("healthCheckWindowMinutes"),
+            spot(None, Field::Window)
+        );
         assert_eq!(locate("rolloutPlan"), spot(None, Field::Other));
     }
 
@@ -267,7 +294,10 @@ mod tests {
             Some("Bake time: must be at least 30 seconds")
         );
         assert_eq!(
-            checked.errors.at(Some(0), Field::MaxErrorPercent).as_deref(),
+            checked
+                .errors
+                .at(Some(0), Field::MaxErrorPercent)
+                .as_deref(),
             Some("Max error %: must be between 0 and 100")
         );
         assert_eq!(checked.errors.at(Some(0), Field::Bake), None);

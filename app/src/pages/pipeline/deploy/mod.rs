@@ -1,67 +1,223 @@
 //! The deploy dialog: direct deploy, plan-less canary, or a progressive rollout plan.
+//!
+//! Its state is plain data in signals (`plan_model`, `canary_model`), checked by `vf_rules`
+//! on every change (`field_errors`) and previewed with `vf_rules` selection (`preview`). The
+//! views only bind controls to edits of that data.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
 use crate::api::error_text;
 use crate::api::pipelines::DeployPipeline;
+use crate::api::releases::{new_release_id, CreateCanary};
 use crate::components::ErrorBox;
 use crate::types::PipelineDetail;
 
-/// The direct-deploy form, prefilled with the deployed config once it is known.
+mod canary_fields;
+mod canary_model;
+mod config_editor;
+mod field_errors;
+mod focus;
+mod gates_editor;
+mod mode;
+mod plan_editor;
+mod plan_model;
+mod preview;
+mod preview_view;
+mod selector_fields;
+mod stage_editor;
+
+use canary_fields::CanaryFields;
+use canary_model::{CanaryDraft, CanaryRequestParts};
+use config_editor::ConfigEditor;
+use field_errors::{CheckedPlan, FieldErrors};
+use mode::{Mode, ModeChoice};
+use plan_editor::PlanEditor;
+use plan_model::PlanDraft;
+use preview::{preview_stages, DeployContext, StagePreview};
+
+/// The release id the preview ranks with and create is given, reserved when the dialog
+/// mounts (and again after a release is created with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ReleaseId {
+    Loading,
+    Ready(String),
+    Failed(String),
+}
+
+fn reserve_release_id(slot: RwSignal<ReleaseId>) {
+    slot.set(ReleaseId::Loading);
+    spawn_local(async move {
+        slot.set(match new_release_id().await {
+            Ok(id) => ReleaseId::Ready(id),
+            Err(e) => ReleaseId::Failed(error_text(&e)),
+        });
+    });
+}
+
+/// The deploy dialog of a pipeline. `deploy` is the page's direct-deploy action (the page
+/// refreshes on it); canaries and rollouts go through this dialog's own `release.canary.create`
+/// action, after which `detail` is refetched so the page shows the release.
 #[component]
 pub fn DeployForm(
     id: Memo<String>,
     deploy: ServerAction<DeployPipeline>,
     detail: Resource<Result<PipelineDetail, ServerFnError>>,
 ) -> impl IntoView {
+    let create = ServerAction::<CreateCanary>::new();
+    let mode = RwSignal::new(Mode::Direct);
     let config = RwSignal::new(String::new());
     let changelog = RwSignal::new(String::new());
     let touched = RwSignal::new(false);
+    let plan = RwSignal::new(PlanDraft::default());
+    let canary = RwSignal::new(CanaryDraft::default());
+    let context = RwSignal::new(None::<DeployContext>);
+    let release_id = RwSignal::new(ReleaseId::Loading);
+    let submitted = RwSignal::new(None::<Mode>);
+
+    // Effects run only in the browser, after hydration, so server and client render the
+    // same markup; the dialog then fills in from the page's detail resource.
     Effect::new(move |_| {
-        if touched.get_untracked() {
-            return;
-        }
-        if let Some(Ok(d)) = detail.get() {
-            if let Some(c) = d.deployed_config {
+        let Some(Ok(d)) = detail.get() else { return };
+        if !touched.get_untracked() {
+            if let Some(c) = d.deployed_config.clone() {
                 config.set(c);
             }
         }
+        let next = Some(DeployContext::from_detail(&d));
+        if context.with_untracked(|c| *c != next) {
+            context.set(next);
+        }
     });
-    let empty = Memo::new(move |_| config.get().trim().is_empty());
-    let line_numbers = move || {
-        let n = config.get().lines().count().max(1);
-        (1..=n)
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    view! {
-        <form class="card form" aria-label="Deploy" on:submit=move |ev| {
-            ev.prevent_default();
+    Effect::new(move |_| reserve_release_id(release_id));
+    Effect::watch(
+        move || deploy.version().get(),
+        move |_, _, _| {
+            if matches!(deploy.value().get_untracked(), Some(Ok(_))) {
+                touched.set(false);
+            }
+        },
+        false,
+    );
+    Effect::watch(
+        move || create.version().get(),
+        move |_, _, _| {
+            if matches!(create.value().get_untracked(), Some(Ok(_))) {
+                // That id now names a release; the next one needs its own.
+                reserve_release_id(release_id);
+                detail.refetch();
+            }
+        },
+        false,
+    );
+
+    let prometheus = Memo::new(move |_| context.with(|c| c.as_ref().is_some_and(|c| c.prometheus)));
+    let checked_plan = Memo::new(move |_| plan.with(|p| CheckedPlan::new(p, prometheus.get())));
+    let canary_parts = Memo::new(move |_| canary.with(CanaryDraft::request));
+    let canary_errors =
+        Memo::new(move |_| canary_parts.with(|c| FieldErrors::new(c.errors.clone())));
+    let previews = Memo::new(move |_| {
+        let selectors = match mode.get() {
+            Mode::Direct => return None,
+            Mode::Canary => vec![canary_parts.with(|c| c.selector.clone())],
+            Mode::Progressive => checked_plan.with(CheckedPlan::selectors),
+        };
+        let id = match release_id.get() {
+            ReleaseId::Ready(id) => id,
+            // Without a reserved id the server picks one; ranking is then unknown.
+            ReleaseId::Failed(_) => String::new(),
+            ReleaseId::Loading => return None,
+        };
+        context.with(|c| c.as_ref().map(|c| preview_stages(&id, &selectors, c)))
+    });
+
+    let empty = Memo::new(move |_| config.with(|c| c.trim().is_empty()));
+    let blocked = Memo::new(move |_| {
+        let pending = deploy.pending().get() || create.pending().get();
+        let invalid = match mode.get() {
+            Mode::Direct => false,
+            Mode::Canary => !canary_errors.with(FieldErrors::is_empty),
+            Mode::Progressive => !checked_plan.with(|c| c.errors.is_empty()),
+        };
+        let reserving = mode.get() != Mode::Direct && release_id.get() == ReleaseId::Loading;
+        empty.get() || pending || invalid || reserving
+    });
+
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if blocked.get_untracked() {
+            return;
+        }
+        let m = mode.get_untracked();
+        submitted.set(Some(m));
+        if m == Mode::Direct {
             deploy.dispatch(DeployPipeline {
                 pipeline_id: id.get_untracked(),
                 config_yaml: config.get_untracked(),
                 changelog: changelog.get_untracked(),
             });
-            touched.set(false);
-        }>
+            return;
+        }
+        let CanaryRequestParts {
+            selector,
+            window_minutes,
+            ..
+        } = canary_parts.get_untracked();
+        let progressive = m == Mode::Progressive;
+        create.dispatch(CreateCanary {
+            pipeline_id: id.get_untracked(),
+            config_yaml: config.get_untracked(),
+            changelog: changelog.get_untracked(),
+            rollout_plan: progressive.then(|| checked_plan.with_untracked(|c| c.json.clone())),
+            canary_selector: (!progressive).then_some(selector),
+            health_check_window_minutes: if progressive { None } else { window_minutes },
+            release_id: match release_id.get_untracked() {
+                ReleaseId::Ready(id) => Some(id),
+                _ => None,
+            },
+        });
+    };
+
+    let outcome = move || match submitted.get()? {
+        Mode::Direct => deploy.value().get().map(|r| match r {
+            Ok(v) => view! { <p class="ok" role="status">{format!("Deployed v{}", v.version)}</p> }
+                .into_any(),
+            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+        }),
+        m => create.value().get().map(|r| match r {
+            Ok(_) => view! { <p class="ok" role="status">{m.started_text()}</p> }.into_any(),
+            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+        }),
+    };
+
+    view! {
+        <form class="card form deploy-dialog" aria-label="Deploy" novalidate on:submit=submit>
             <h2>"Deploy"</h2>
-            <p class="muted">"Publishes the config as a new version and deploys it to every node the selector admits."</p>
-            <label for="config">"Config (YAML)"</label>
-            <div class="editor">
-                <pre class="gutter" aria-hidden="true">{line_numbers}</pre>
-                <textarea id="config" name="config" rows="14" spellcheck="false"
-                    prop:value=move || config.get()
-                    on:input=move |ev| { touched.set(true); config.set(event_target_value(&ev)); }
-                    aria-invalid=move || empty.get().to_string()></textarea>
-            </div>
-            {move || (empty.get() && touched.get()).then(|| view! { <p class="field-error">"configYaml: must not be empty"</p> })}
+            <ModeChoice mode/>
+            <ConfigEditor config touched/>
+            {move || (empty.get() && touched.get()).then(|| view! { <p class="field-error" id="config-error">"Config (YAML): must not be empty"</p> })}
             <label>"Changelog" <input name="changelog" bind:value=changelog placeholder="What changed and why"/></label>
-            <button type="submit" class="primary" disabled=move || empty.get() || deploy.pending().get()>"Deploy now"</button>
-            {move || deploy.value().get().map(|r| match r {
-                Ok(v) => view! { <p class="ok" role="status">{format!("Deployed v{}", v.version)}</p> }.into_any(),
-                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-            })}
+            {move || match mode.get() {
+                Mode::Direct => ().into_any(),
+                Mode::Canary => view! { <CanaryFields canary errors=canary_errors previews context/> }.into_any(),
+                Mode::Progressive => view! { <PlanEditor plan checked=checked_plan previews context/> }.into_any(),
+            }}
+            {move || match release_id.get() {
+                ReleaseId::Failed(message) if mode.get() != Mode::Direct => Some(view! {
+                    <p class="hint">{format!("Could not reserve a release id ({message}); the preview of percentage stages may differ from what the server picks.")}</p>
+                }),
+                _ => None,
+            }}
+            <div class="submit-row">
+                <button type="submit" class="primary" disabled=move || blocked.get()>{move || mode.get().submit_text()}</button>
+                {move || (create.pending().get() || deploy.pending().get()).then(|| view! { <span class="muted">"Working..."</span> })}
+            </div>
+            <div class="deploy-outcome" aria-live="polite">{outcome}</div>
         </form>
     }
+}
+
+/// The preview of one stage (0-based) once the fleet and release id are known.
+fn stage_preview(previews: Memo<Option<Vec<StagePreview>>>, index: usize) -> Option<StagePreview> {
+    previews.with(|p| p.as_ref().and_then(|p| p.get(index).cloned()))
 }

@@ -297,7 +297,9 @@ impl StageDraft {
 
     fn to_json(&self, index: usize, prometheus: bool, local: &mut Vec<PlanError>) -> Value {
         let mut stage = Map::new();
-        let selector = self.selector.to_json(&format!("stages[{index}].selector"), local);
+        let selector = self
+            .selector
+            .to_json(&format!("stages[{index}].selector"), local);
         stage.insert("selector".into(), selector);
         if let Some(bake) = bake_seconds(&self.bake_amount, self.bake_unit) {
             stage.insert("bakeSeconds".into(), bake);
@@ -329,7 +331,10 @@ impl Default for PlanDraft {
     /// A small canary slice, then everyone: the shape most rollouts start from.
     fn default() -> PlanDraft {
         PlanDraft {
-            stages: vec![StageDraft::new(1, "10", "5"), StageDraft::new(2, "100", "10")],
+            stages: vec![
+                StageDraft::new(1, "10", "5"),
+                StageDraft::new(2, "100", "10"),
+            ],
             auto_advance: true,
             auto_rollback_on_gate_fail: true,
             next_key: 3,
@@ -537,16 +542,35 @@ mod tests {
             ])
         );
         let (without, _) = plan.to_json(false);
-        assert_eq!(without["stages"][0]["gates"].as_array().map(Vec::len), Some(3));
+        assert_eq!(
+            without["stages"][0]["gates"].as_array().map(Vec::len),
+            Some(3)
+        );
     }
 
     #[test]
     fn selectors_serialise_per_kind_and_keep_each_kind_text() {
         let mut plan = PlanDraft::default();
-        edit(&mut plan, 0, StageEdit::Selector(SelectorEdit::Labels("rollout-wave=0, zone=a".into())));
-        edit(&mut plan, 0, StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Labels)));
-        edit(&mut plan, 1, StageEdit::Selector(SelectorEdit::Kind(SelectorKind::NodeGroup)));
-        edit(&mut plan, 1, StageEdit::Selector(SelectorEdit::NodeGroup("g1".into())));
+        edit(
+            &mut plan,
+            0,
+            StageEdit::Selector(SelectorEdit::Labels("rollout-wave=0, zone=a".into())),
+        );
+        edit(
+            &mut plan,
+            0,
+            StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Labels)),
+        );
+        edit(
+            &mut plan,
+            1,
+            StageEdit::Selector(SelectorEdit::Kind(SelectorKind::NodeGroup)),
+        );
+        edit(
+            &mut plan,
+            1,
+            StageEdit::Selector(SelectorEdit::NodeGroup("g1".into())),
+        );
         let (json, local) = plan.to_json(false);
         assert!(local.is_empty());
         assert_eq!(
@@ -554,8 +578,15 @@ mod tests {
             json!({"labels": {"rollout-wave": "0", "zone": "a"}})
         );
         assert_eq!(json["stages"][1]["selector"], json!({"nodeGroup": "g1"}));
-        edit(&mut plan, 0, StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Percentage)));
-        assert_eq!(plan.to_json(false).0["stages"][0]["selector"], json!({"percentage": 10}));
+        edit(
+            &mut plan,
+            0,
+            StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Percentage)),
+        );
+        assert_eq!(
+            plan.to_json(false).0["stages"][0]["selector"],
+            json!({"percentage": 10})
+        );
     }
 
     #[test]
@@ -581,12 +612,24 @@ mod tests {
     #[test]
     fn text_the_json_cannot_carry_becomes_a_local_error_on_its_field() {
         let mut plan = PlanDraft::default();
-        edit(&mut plan, 1, StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Labels)));
-        edit(&mut plan, 1, StageEdit::Selector(SelectorEdit::Labels("tier".into())));
+        edit(
+            &mut plan,
+            1,
+            StageEdit::Selector(SelectorEdit::Kind(SelectorKind::Labels)),
+        );
+        edit(
+            &mut plan,
+            1,
+            StageEdit::Selector(SelectorEdit::Labels("tier".into())),
+        );
         let (_, local) = plan.to_json(false);
         assert_eq!(local[0].field, "stages[1].selector.labels");
         assert_eq!(local[0].message, "\"tier\" is not key=value");
-        edit(&mut plan, 0, StageEdit::Selector(SelectorEdit::Kind(SelectorKind::NodeGroup)));
+        edit(
+            &mut plan,
+            0,
+            StageEdit::Selector(SelectorEdit::Kind(SelectorKind::NodeGroup)),
+        );
         let (_, local) = plan.to_json(false);
         assert_eq!(local[0].field, "stages[0].selector.nodeGroup");
     }
@@ -626,11 +669,18 @@ mod tests {
         let mut plan = PlanDraft::default();
         edit(&mut plan, 1, StageEdit::BakeAmount("2".into()));
         edit(&mut plan, 1, StageEdit::BakeUnit(BakeUnit::Hours));
-        edit(&mut plan, 1, StageEdit::Gate(GateEdit::Toggle(GateKind::ErrorRate, true)));
+        edit(
+            &mut plan,
+            1,
+            StageEdit::Gate(GateEdit::Toggle(GateKind::ErrorRate, true)),
+        );
         plan.apply(PlanEdit::AddStage);
         let (json, _) = plan.to_json(false);
         assert_eq!(json["stages"][2]["bakeSeconds"], json!(7200));
-        assert_eq!(json["stages"][2]["gates"][1], json!({"errorRate": {"maxPercent": 1}}));
+        assert_eq!(
+            json["stages"][2]["gates"][1],
+            json!({"errorRate": {"maxPercent": 1}})
+        );
     }
 
     #[test]

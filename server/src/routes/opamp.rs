@@ -1,0 +1,201 @@
+//! OpAMP over plain HTTP (SPEC section 4): `POST /v1/opamp`, a protobuf `AgentToServer` in,
+//! a `ServerToAgent` out. Thin: authenticate, read the body, call `vf_control::opamp`,
+//! answer. A body that does not decode gets a BAD_REQUEST `error_response` with HTTP 200,
+//! as the OpAMP spec asks, so clients do not retry it.
+
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Extension, Router};
+use tower::ServiceBuilder;
+use vf_control::metrics::RouteLabels;
+use vf_control::opamp::prost::Message;
+use vf_control::opamp::proto::{
+    AgentToServer, ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
+};
+use vf_control::opamp::transport::{self, BodyError};
+use vf_control::{opamp, ControlError};
+
+use crate::config::Config;
+use crate::startup::AppState;
+
+/// The OpAMP default path.
+const ROUTE: &str = "/v1/opamp";
+
+/// The largest request body once decompressed (`VF_AGENT_MAX_BODY_BYTES`).
+#[derive(Debug, Clone, Copy)]
+struct MaxBody(usize);
+
+/// The OpAMP route with its own body limit, overload shedding (503 + `Retry-After`, which
+/// OpAMP clients honour) and the agent request metrics.
+pub fn router(config: &Config, state: &AppState) -> Router<AppState> {
+    let overload = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, HeaderValue::from_static("30"))],
+                "server busy, retry later",
+            )
+        }))
+        .load_shed()
+        .concurrency_limit(config.agent_max_concurrency);
+    Router::new()
+        .route(ROUTE, post(opamp_post))
+        .layer(Extension(MaxBody(config.agent_max_body_bytes)))
+        .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
+        .layer(overload)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            record_metrics,
+        ))
+}
+
+/// Counts and times each request as the vf-agent routes are (`agent_requests`,
+/// `agent_latency` on `/metrics`).
+async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    let labels = RouteLabels {
+        route: ROUTE.to_string(),
+        status: resp.status().as_u16(),
+    };
+    state.metrics.agent_requests.get_or_create(&labels).inc();
+    state
+        .metrics
+        .agent_latency
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    resp
+}
+
+fn text<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = text(headers, header::AUTHORIZATION)?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+    )
+        .into_response()
+}
+
+/// A `ServerToAgent` as the body: exactly `application/x-protobuf`, gzipped when the
+/// client's `Accept-Encoding` allows it.
+fn protobuf(request: &HeaderMap, status: StatusCode, message: &ServerToAgent) -> Response {
+    let bytes = message.encode_to_vec();
+    let mut resp = if transport::accepts_gzip(text(request, header::ACCEPT_ENCODING)) {
+        let mut r = (status, transport::gzip(&bytes)).into_response();
+        r.headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        r
+    } else {
+        (status, bytes).into_response()
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(transport::PROTOBUF),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    resp
+}
+
+/// Internal failures are logged with their cause; the agent gets a generic UNKNOWN error.
+fn internal(request: &HeaderMap, cause: ControlError) -> Response {
+    tracing::error!(
+        error = format!("{:#}", anyhow::Error::new(cause)),
+        "OpAMP exchange failed"
+    );
+    let message = ServerToAgent {
+        error_response: Some(ServerErrorResponse {
+            r#type: ServerErrorResponseType::Unknown as i32,
+            error_message: "internal error".into(),
+            details: None,
+        }),
+        ..ServerToAgent::default()
+    };
+    protobuf(request, StatusCode::INTERNAL_SERVER_ERROR, &message)
+}
+
+async fn opamp_post(
+    State(state): State<AppState>,
+    Extension(MaxBody(limit)): Extension<MaxBody>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(token) = bearer(&headers) else {
+        return unauthorized();
+    };
+    let ctl = &state.control;
+    let env = match opamp::authenticate(&ctl.db, token).await {
+        Ok(env) => env,
+        Err(ControlError::Unauthorized) => return unauthorized(),
+        Err(e) => return internal(&headers, e),
+    };
+    if !transport::is_protobuf(text(&headers, header::CONTENT_TYPE)) {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "OpAMP over HTTP takes Content-Type: {}",
+                transport::PROTOBUF
+            ),
+        )
+            .into_response();
+    }
+    let raw = match transport::decode_body(text(&headers, header::CONTENT_ENCODING), &body, limit) {
+        Ok(raw) => raw,
+        Err(e @ BodyError::TooLarge(_)) => {
+            return protobuf(
+                &headers,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &opamp::bad_request(&[], &e.to_string()),
+            )
+        }
+        Err(e @ BodyError::UnsupportedEncoding(_)) => {
+            return (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.to_string()).into_response()
+        }
+        Err(e @ BodyError::Corrupt(_)) => {
+            return protobuf(
+                &headers,
+                StatusCode::OK,
+                &opamp::bad_request(&[], &e.to_string()),
+            )
+        }
+    };
+    let message = match AgentToServer::decode(raw.as_slice()) {
+        Ok(m) => m,
+        Err(e) => {
+            let text = format!("the body is not an AgentToServer message: {e}");
+            return protobuf(&headers, StatusCode::OK, &opamp::bad_request(&[], &text));
+        }
+    };
+    match opamp::exchange(ctl, &env, &message).await {
+        Ok(exchange) => {
+            for kind in exchange.served {
+                state.metrics.served(kind);
+            }
+            protobuf(&headers, StatusCode::OK, &exchange.reply)
+        }
+        Err(ControlError::Unauthorized) => unauthorized(),
+        Err(e @ ControlError::Invalid { .. }) => protobuf(
+            &headers,
+            StatusCode::OK,
+            &opamp::bad_request(&message.instance_uid, &e.to_string()),
+        ),
+        Err(e) => internal(&headers, e),
+    }
+}
