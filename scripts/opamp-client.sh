@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # Installs the real OpAMP client from PyPI (opentelemetry-opamp-client, a pre-release) into
-# a virtualenv the OpAMP integration test runs its harness with. Idempotent: a venv that
-# already imports the client is left alone. Prints the venv's python on its last line.
+# the virtualenv the OpAMP integration test runs its harness with
+# (server/tests/opamp_harness.py). Idempotent: a venv that already has the pinned version
+# is left alone, so a second run takes well under a second. Prints the venv's python on
+# its last line (the test reads it).
 set -euo pipefail
 
 VENV="${VF_OPAMP_VENV:-$HOME/.cache/vectorflow/opamp-venv}"
+VERSION="${VF_OPAMP_CLIENT_VERSION:-0.5b0}"
 PY="$VENV/bin/python"
 
-if [ -x "$PY" ] && "$PY" -c 'import opentelemetry._opamp.client' >/dev/null 2>&1; then
+installed() {
+  "$PY" - "$VERSION" <<'PYEOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+import opentelemetry._opamp.client  # noqa: F401
+sys.exit(0 if version("opentelemetry-opamp-client") == sys.argv[1] else 1)
+PYEOF
+}
+
+if [ -x "$PY" ] && installed; then
   echo "$PY"
   exit 0
 fi
 
+echo "==> opentelemetry-opamp-client $VERSION into $VENV" >&2
 mkdir -p "$(dirname "$VENV")"
 python3 -m venv "$VENV" >&2
-"$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-"$PY" -m pip install --quiet --disable-pip-version-check --pre 'opentelemetry-opamp-client' >&2
-"$PY" -c 'import opentelemetry._opamp.client' >&2
+# An exact pin admits the pre-release (what --pre would pick today) while its
+# dependencies stay on stable releases.
+"$PY" -m pip install --quiet --disable-pip-version-check "opentelemetry-opamp-client==$VERSION" >&2
+installed || { echo "opentelemetry-opamp-client $VERSION did not install" >&2; exit 1; }
 echo "$PY"

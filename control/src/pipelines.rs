@@ -238,6 +238,31 @@ pub async fn refuse_if_release_in_flight(db: &Db, pipeline_id: &str, what: &str)
     Ok(())
 }
 
+/// Claims the pipeline row for the caller's transaction: bumps its row version if it is
+/// still `row_version`. On PostgreSQL the update also locks the row until commit, so two
+/// writers (a deploy and a canary create, two creates) queue instead of both numbering the
+/// same next version; the second then sees a changed version and gets a conflict.
+pub(crate) async fn claim_pipeline(
+    conn: &mut sqlx::AnyConnection,
+    pipeline_id: &str,
+    row_version: i64,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE pipelines SET row_version = row_version + 1 WHERE id = $1 AND row_version = $2",
+    )
+    .bind(pipeline_id)
+    .bind(row_version)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(ControlError::Conflict(
+            "the pipeline changed meanwhile (another deploy or release); reload and try again"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Appends the next version inside the caller's transaction and returns its number.
 pub(crate) async fn insert_version(
     conn: &mut sqlx::AnyConnection,
@@ -265,7 +290,14 @@ pub(crate) async fn insert_version(
     .bind(author)
     .bind(now)
     .execute(&mut *conn)
-    .await?;
+    .await
+    .map_err(|e| {
+        if e.as_database_error().is_some_and(|d| d.is_unique_violation()) {
+            ControlError::Conflict("another version was published meanwhile; reload and try again".into())
+        } else {
+            e.into()
+        }
+    })?;
     Ok(next)
 }
 
@@ -284,22 +316,14 @@ pub async fn deploy(
     let pipeline = get_pipeline(db, pipeline_id).await?;
     refuse_if_release_in_flight(db, pipeline_id, "deploy directly").await?;
     let mut tx = db.pool.begin().await?;
+    claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
     let version = insert_version(&mut tx, pipeline_id, &config, &changelog, actor, now).await?;
-    let done = sqlx::query(
-        "UPDATE pipelines SET deployed_version = $1, updated_at = $2, row_version = row_version + 1
-         WHERE id = $3 AND row_version = $4",
-    )
-    .bind(version)
-    .bind(now)
-    .bind(pipeline_id)
-    .bind(pipeline.row_version)
-    .execute(&mut *tx)
-    .await?;
-    if done.rows_affected() != 1 {
-        return Err(ControlError::Conflict(
-            "the pipeline changed meanwhile; reload and try again".into(),
-        ));
-    }
+    sqlx::query("UPDATE pipelines SET deployed_version = $1, updated_at = $2 WHERE id = $3")
+        .bind(version)
+        .bind(now)
+        .bind(pipeline_id)
+        .execute(&mut *tx)
+        .await?;
     // Re-check inside the transaction: a canary created between our check and now wins.
     let raced = sqlx::query(
         "SELECT id FROM releases WHERE pipeline_id = $1 AND status IN ('CANARY_DEPLOYED', 'HEALTH_CHECK')",

@@ -54,7 +54,11 @@ pub async fn instant_query(
     match resp.text().await {
         Ok(body) => PromQlOutcome::Response {
             http_status: status,
-            body,
+            // A server may quote the credential back in an error; it must not reach a reason.
+            body: match &settings.bearer_token {
+                Some(token) if !token.is_empty() => body.replace(token.as_str(), "<redacted>"),
+                _ => body,
+            },
         },
         Err(e) => outcome_of(&e),
     }

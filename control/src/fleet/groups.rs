@@ -102,8 +102,29 @@ pub async fn create_node_group(
     Ok(row)
 }
 
+/// Deletes a node group; refused while an in-flight release's plan names it (its later
+/// stages could not select their nodes).
 pub async fn delete_node_group(db: &Db, actor: &str, id: &str, now: i64) -> Result<()> {
     let row = get_node_group(db, id).await?;
+    let plans: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT r.id, r.plan FROM releases r JOIN pipelines p ON p.id = r.pipeline_id
+         WHERE p.environment_id = $1 AND r.status IN ('CANARY_DEPLOYED', 'HEALTH_CHECK')",
+    )
+    .bind(&row.environment_id)
+    .fetch_all(&db.pool)
+    .await?;
+    for (release_id, plan) in plans {
+        let names_group = plan
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+            .and_then(|v| vf_rules::RolloutPlan::parse(&v).ok())
+            .is_some_and(|plan| plan.node_group_ids().contains(&id));
+        if names_group {
+            return Err(ControlError::Conflict(format!(
+                "node group {} is used by release {release_id}, which is in flight; complete or roll it back first",
+                row.name
+            )));
+        }
+    }
     let mut tx = db.pool.begin().await?;
     sqlx::query("DELETE FROM node_groups WHERE id = $1")
         .bind(id)

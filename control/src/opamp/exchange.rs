@@ -259,8 +259,7 @@ pub async fn exchange(ctl: &Control, env: &Environment, msg: &AgentToServer) -> 
             reports_status: capabilities & AgentCapabilities::ReportsRemoteConfig as u64 != 0,
         };
         if should_send(&offer.hash_hex(), state) {
-            store::remember_offer(db, &agent.node.id, &offer, now).await?;
-            store::mark_offered(db, &agent.node.id, &offer).await?;
+            store::save_offer(db, &agent.node.id, &offer, now).await?;
             reply.remote_config = Some(offer.to_remote_config());
         }
     }

@@ -20,6 +20,8 @@ pub const KIND_OTEL_COLLECTOR: &str = "otel-collector";
 pub struct AgentRow {
     #[sqlx(flatten)]
     pub node: NodeRow,
+    /// Lowercase hex of the 16-byte uid.
+    pub instance_uid: Option<String>,
     pub opamp_sequence_num: Option<i64>,
     pub opamp_capabilities: Option<i64>,
     pub opamp_config_hash: Option<String>,
@@ -30,7 +32,8 @@ pub struct AgentRow {
     pub opamp_offered_hash: Option<String>,
 }
 
-const AGENT_COLUMNS: &str = "opamp_sequence_num, opamp_capabilities, opamp_config_hash, \
+const AGENT_COLUMNS: &str =
+    "instance_uid, opamp_sequence_num, opamp_capabilities, opamp_config_hash, \
     opamp_config_status, opamp_config_error, opamp_healthy, opamp_health_error, \
     opamp_offered_hash";
 
@@ -178,30 +181,39 @@ pub async fn disconnect(db: &Db, node_id: &str, now: i64) -> Result<()> {
     Ok(())
 }
 
+const UPSERT_OFFER: &str = "INSERT INTO opamp_offers (node_id, config_hash, pipelines, created_at)
+     VALUES ($1, $2, $3, $4)
+     ON CONFLICT (node_id, config_hash) DO UPDATE SET pipelines = excluded.pipelines";
+
 /// Remembers which pipeline versions an offer's hash stands for on this node (the latest
 /// versions with that exact content).
 pub async fn remember_offer(db: &Db, node_id: &str, offer: &Offer, now: i64) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO opamp_offers (node_id, config_hash, pipelines, created_at)
-         VALUES ($1, $2, $3, $4)
-         ON CONFLICT (node_id, config_hash) DO UPDATE SET pipelines = excluded.pipelines",
-    )
-    .bind(node_id)
-    .bind(offer.hash_hex())
-    .bind(serde_json::to_string(&offer.pipelines)?)
-    .bind(now)
-    .execute(&db.pool)
-    .await?;
+    sqlx::query(UPSERT_OFFER)
+        .bind(node_id)
+        .bind(offer.hash_hex())
+        .bind(serde_json::to_string(&offer.pipelines)?)
+        .bind(now)
+        .execute(&db.pool)
+        .await?;
     Ok(())
 }
 
-/// Records that the offer was sent to the node.
-pub async fn mark_offered(db: &Db, node_id: &str, offer: &Offer) -> Result<()> {
+/// Remembers the offer and that it was sent to the node, together.
+pub async fn save_offer(db: &Db, node_id: &str, offer: &Offer, now: i64) -> Result<()> {
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(UPSERT_OFFER)
+        .bind(node_id)
+        .bind(offer.hash_hex())
+        .bind(serde_json::to_string(&offer.pipelines)?)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("UPDATE nodes SET opamp_offered_hash = $1 WHERE id = $2")
         .bind(offer.hash_hex())
         .bind(node_id)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 

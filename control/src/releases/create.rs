@@ -9,7 +9,9 @@ use super::targets::FleetSnapshot;
 use crate::audit::{self, AuditEntry};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
-use crate::pipelines::{get_pipeline, insert_version, parse_config, refuse_if_release_in_flight};
+use crate::pipelines::{
+    claim_pipeline, get_pipeline, insert_version, parse_config, refuse_if_release_in_flight,
+};
 use crate::{Control, ControlError, Db, Result};
 
 /// The throughput baseline window before a rollout starts.
@@ -152,12 +154,15 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
         node_ids: stage_nodes.clone(),
         started_at: now,
         bake_deadline: deadline,
+        start_minute_events: super::inputs::events_in_minute(db, &pipeline.id, now).await?,
         evaluations: Vec::new(),
         outcome: None,
     }];
     let baseline = baseline_eps(db, &pipeline.id, now).await?;
 
     let mut tx = db.pool.begin().await?;
+    // The previous version recorded below must still be the deployed one at commit.
+    claim_pipeline(&mut tx, &pipeline.id, pipeline.row_version).await?;
     let canary_version = insert_version(
         &mut tx,
         &pipeline.id,

@@ -37,26 +37,40 @@ pub async fn error_counts(
     Ok(ErrorCounts { errors, events_in })
 }
 
-/// The pipeline's aggregate events/s from `since` to `now` (whole minutes from the one
-/// `since` falls in); `None` when no rollup exists in that span.
+/// The pipeline's events so far in the minute `at` falls in (recorded when a stage starts).
+pub async fn events_in_minute(db: &Db, pipeline_id: &str, at: i64) -> Result<i64> {
+    let events: Option<i64> = sqlx::query_scalar(
+        "SELECT events_in FROM pipeline_metrics WHERE pipeline_id = $1 AND minute = $2",
+    )
+    .bind(pipeline_id)
+    .bind(minute_of(at))
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(events.unwrap_or(0))
+}
+
+/// The pipeline's aggregate events/s from `since` to `now`: the rollups of every minute from
+/// the one `since` falls in, less `before_since` (what that first minute had counted before
+/// `since`), over the time since `since`. `None` when nothing was reported since `since`.
 pub async fn throughput_eps(
     db: &Db,
     pipeline_id: &str,
     since: i64,
+    before_since: i64,
     now: i64,
 ) -> Result<Option<f64>> {
-    let start = minute_of(since);
-    let (events, rows): (i64, i64) = sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(events_in), 0) AS BIGINT), CAST(COUNT(*) AS BIGINT)
+    let events: i64 = sqlx::query_scalar(
+        "SELECT CAST(COALESCE(SUM(events_in), 0) AS BIGINT)
          FROM pipeline_metrics WHERE pipeline_id = $1 AND minute >= $2 AND minute <= $3",
     )
     .bind(pipeline_id)
-    .bind(start)
+    .bind(minute_of(since))
     .bind(minute_of(now))
     .fetch_one(&db.pool)
     .await?;
-    let seconds = ((now - start) as f64 / 1000.0).max(1.0);
-    Ok((rows > 0).then(|| events as f64 / seconds))
+    let during = events.saturating_sub(before_since).max(0);
+    let seconds = ((now - since) as f64 / 1000.0).max(1.0);
+    Ok((during > 0).then(|| during as f64 / seconds))
 }
 
 /// Everything the current stage's gates need, read now.
@@ -80,8 +94,14 @@ pub async fn gate_inputs(
         current.started_at,
     )
     .await?;
-    let current_eps =
-        throughput_eps(&ctl.db, &release.pipeline_id, current.started_at, now).await?;
+    let current_eps = throughput_eps(
+        &ctl.db,
+        &release.pipeline_id,
+        current.started_at,
+        current.start_minute_events,
+        now,
+    )
+    .await?;
     let mut inputs = GateInputs {
         error_counts: Some(counts),
         baseline_eps: release.baseline_eps,

@@ -43,6 +43,10 @@ pub struct StageState {
     pub node_ids: Vec<String>,
     pub started_at: i64,
     pub bake_deadline: i64,
+    /// The pipeline's events already counted in the minute the stage started, before it
+    /// started: subtracted from the bake's throughput so earlier traffic never counts.
+    #[serde(default)]
+    pub start_minute_events: i64,
     #[serde(default)]
     pub evaluations: Vec<GateEvaluation>,
     /// `passed`, `failed`, `held` once the stage is decided; absent while it bakes.

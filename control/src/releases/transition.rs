@@ -55,6 +55,8 @@ pub async fn apply(
             let field = format!("rolloutPlan.stages[{next}].selector");
             let targets = snapshot.targets(&release.id, &stage.selector, &field)?;
             let additions = vf_rules::stage_additions(&release.targeted(), &targets);
+            let start_minute_events =
+                super::inputs::events_in_minute(db, &pipeline.id, now).await?;
             if let Some(s) = stages.get_mut(index) {
                 s.outcome = Some("passed".into());
             }
@@ -63,6 +65,7 @@ pub async fn apply(
                 node_ids: additions,
                 started_at: now,
                 bake_deadline: stage.bake.deadline_ms(now),
+                start_minute_events,
                 evaluations: Vec::new(),
                 outcome: None,
             });

@@ -10,6 +10,7 @@ mod edge;
 mod health;
 mod heartbeats;
 mod helpers;
+mod opamp;
 mod prometheus;
 mod promql;
 mod rejections;

@@ -502,7 +502,6 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
 }
 
 #[tokio::test]
-#[ignore = "BUG: a token Prometheus quotes back without a `Bearer ` prefix reaches the gate reason"]
 async fn a_token_quoted_back_bare_by_prometheus_is_not_repeated_in_the_gate_reason() {
     let answer = Answer::error(
         401,

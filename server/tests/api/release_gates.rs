@@ -247,7 +247,6 @@ async fn the_throughput_gate_reads_absent_rollups_during_the_bake_as_a_full_drop
 }
 
 #[tokio::test]
-#[ignore = "BUG: the bake-window throughput counts the whole minute the stage started in, so traffic reported before the start passes the gate for a canary that carried none"]
 async fn traffic_reported_before_the_stage_started_does_not_count_as_bake_throughput() {
     let app = TestApp::spawn().await;
     let mut busy = app.start_simulated_agent("busy", &[("wave", "a")]).await;

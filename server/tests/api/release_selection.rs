@@ -157,7 +157,6 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
 }
 
 #[tokio::test]
-#[ignore = "BUG: a node group deleted while a later stage names it makes every tick fail for that release, which stays CANARY_DEPLOYED past its deadline with nothing recorded"]
 async fn deleting_a_node_group_a_later_stage_names_never_leaves_the_release_stuck_baking() {
     let app = TestApp::spawn().await;
     let mut a = app.start_agent("wave-a", &[("wave", "a")]).await;

@@ -21,7 +21,7 @@ pub fn CanaryFields(
     let selector_error = Signal::derive(move || errors.with(|e| e.at(None, Field::Selector)));
     let window_error = Memo::new(move |_| errors.with(|e| e.at(None, Field::Window)));
     view! {
-        <fieldset class="canary">
+        <fieldset class="canary-settings">
             <legend>"Canary settings"</legend>
             <SelectorFields value=selector
                 edit=Callback::new(move |e| edit(CanaryEdit::Selector(e)))

@@ -35,7 +35,7 @@ pub fn PlanEditor(
         }
     };
     view! {
-        <fieldset class="plan">
+        <fieldset class="plan-editor">
             <legend>"Rollout plan"</legend>
             <p class="hint">
                 "Stages are cumulative: each one adds nodes to those of the stages before it, bakes, "

@@ -328,16 +328,13 @@ pub struct PlanDraft {
 }
 
 impl Default for PlanDraft {
-    /// A small canary slice, then everyone: the shape most rollouts start from.
+    /// One small canary slice; "Add stage" then widens to everyone.
     fn default() -> PlanDraft {
         PlanDraft {
-            stages: vec![
-                StageDraft::new(1, "10", "5"),
-                StageDraft::new(2, "100", "10"),
-            ],
+            stages: vec![StageDraft::new(1, "10", "5")],
             auto_advance: true,
             auto_rollback_on_gate_fail: true,
-            next_key: 3,
+            next_key: 2,
         }
     }
 }
@@ -482,21 +479,28 @@ mod tests {
     use super::*;
     use vf_rules::RolloutPlan;
 
+    /// The default stage plus one added: 10 % then everyone.
+    fn two_stages() -> PlanDraft {
+        let mut plan = PlanDraft::default();
+        plan.apply(PlanEdit::AddStage);
+        plan
+    }
+
     fn edit(plan: &mut PlanDraft, index: usize, e: StageEdit) {
         let key = plan.stages[index].key;
         plan.apply(PlanEdit::Stage(key, e));
     }
 
     #[test]
-    fn the_default_plan_is_the_camel_case_json_of_the_docs_and_valid() {
-        let (plan, local) = PlanDraft::default().to_json(false);
+    fn a_default_plan_with_a_stage_added_is_the_camel_case_json_of_the_docs() {
+        let (plan, local) = two_stages().to_json(false);
         assert!(local.is_empty());
         assert_eq!(
             plan,
             json!({
                 "stages": [
                     {"selector": {"percentage": 10}, "bakeSeconds": 300, "gates": [{"healthWindow": {}}]},
-                    {"selector": {"percentage": 100}, "bakeSeconds": 600, "gates": [{"healthWindow": {}}]},
+                    {"selector": {"percentage": 100}, "bakeSeconds": 300, "gates": [{"healthWindow": {}}]},
                 ],
                 "autoAdvance": true,
                 "autoRollbackOnGateFail": true,
@@ -550,7 +554,7 @@ mod tests {
 
     #[test]
     fn selectors_serialise_per_kind_and_keep_each_kind_text() {
-        let mut plan = PlanDraft::default();
+        let mut plan = two_stages();
         edit(
             &mut plan,
             0,
@@ -611,7 +615,7 @@ mod tests {
 
     #[test]
     fn text_the_json_cannot_carry_becomes_a_local_error_on_its_field() {
-        let mut plan = PlanDraft::default();
+        let mut plan = two_stages();
         edit(
             &mut plan,
             1,
@@ -636,7 +640,7 @@ mod tests {
 
     #[test]
     fn stages_are_added_moved_and_removed_by_key() {
-        let mut plan = PlanDraft::default();
+        let mut plan = two_stages();
         plan.apply(PlanEdit::AddStage);
         assert_eq!(plan.keys(), vec![1, 2, 3]);
         plan.apply(PlanEdit::MoveUp(3));
@@ -666,7 +670,7 @@ mod tests {
 
     #[test]
     fn a_new_stage_copies_the_bake_and_gates_of_the_last_one() {
-        let mut plan = PlanDraft::default();
+        let mut plan = two_stages();
         edit(&mut plan, 1, StageEdit::BakeAmount("2".into()));
         edit(&mut plan, 1, StageEdit::BakeUnit(BakeUnit::Hours));
         edit(

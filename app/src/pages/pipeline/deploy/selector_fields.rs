@@ -1,5 +1,7 @@
 //! The selector controls shared by a rollout stage and a plan-less canary: a kind, then the
-//! one input that kind needs, with its error right below it.
+//! one input that kind needs, with its error right below it. Selects get a `<label for>`
+//! rather than a wrapping label, so their accessible name is the label alone, not the
+//! label plus every option's text.
 
 use leptos::prelude::*;
 
@@ -14,10 +16,12 @@ pub fn SelectorFields(
     kinds: Vec<SelectorKind>,
     groups: Signal<Vec<GroupRef>>,
     error: Signal<Option<String>>,
-    /// Makes the error's element id unique on the page.
+    /// Makes element ids unique on the page.
     id_prefix: String,
 ) -> impl IntoView {
     let kind = Memo::new(move |_| value.with(|v| v.kind));
+    let kind_id = format!("{id_prefix}-selector");
+    let group_id = format!("{id_prefix}-node-group");
     let error_id = format!("{id_prefix}-selector-error");
     let described = error_id.clone();
     let invalid = move || error.with(Option::is_some).to_string();
@@ -43,35 +47,28 @@ pub fn SelectorFields(
             }
             .into_any(),
             SelectorKind::NodeGroup => view! {
-                <label>"Node group"
-                    <select on:change=move |ev| edit.run(SelectorEdit::NodeGroup(event_target_value(&ev)))
+                <div class="field">
+                    <label for=group_id.clone()>"Node group"</label>
+                    <select id=group_id.clone()
+                        on:change=move |ev| edit.run(SelectorEdit::NodeGroup(event_target_value(&ev)))
                         aria-invalid=invalid aria-describedby=described>
                         <option value="" disabled selected=move || value.with(|v| v.node_group.is_empty())>
                             {move || if groups.with(Vec::is_empty) { "No node groups in this environment" } else { "Choose a group" }}
                         </option>
                         <For each=move || groups.get() key=|g| g.id.clone() let:g>
-                            {
-                                let id = g.id.clone();
-                                let chosen = id.clone();
-                                let criteria = crate::types::label_text(&g.criteria);
-                                let criteria = if criteria.is_empty() { "every node".to_owned() } else { criteria };
-                                view! {
-                                    <option value=id selected=move || value.with(|v| v.node_group == chosen)>
-                                        {format!("{} ({criteria})", g.name)}
-                                    </option>
-                                }
-                            }
+                            {group_option(g, value)}
                         </For>
                     </select>
-                </label>
+                </div>
             }
             .into_any(),
         }
     };
     view! {
         <div class="selector-fields">
-            <label>"Selector"
-                <select on:change=move |ev| {
+            <div class="field">
+                <label for=kind_id.clone()>"Selector"</label>
+                <select id=kind_id on:change=move |ev| {
                     if let Some(k) = SelectorKind::from_value(&event_target_value(&ev)) {
                         edit.run(SelectorEdit::Kind(k));
                     }
@@ -80,9 +77,25 @@ pub fn SelectorFields(
                         <option value=k.value() selected=move || kind.get() == k>{k.label()}</option>
                     }).collect_view()}
                 </select>
-            </label>
+            </div>
             {input}
         </div>
         {move || error.get().map(|m| view! { <p class="field-error" id=error_id.clone()>{m}</p> })}
+    }
+}
+
+/// `Name (k=v, ...)`, so the operator sees what the group matches.
+fn group_option(g: GroupRef, value: Signal<SelectorDraft>) -> impl IntoView {
+    let chosen = g.id.clone();
+    let criteria = crate::types::label_text(&g.criteria);
+    let criteria = if criteria.is_empty() {
+        "every node".to_owned()
+    } else {
+        criteria
+    };
+    view! {
+        <option value=g.id selected=move || value.with(|v| v.node_group == chosen)>
+            {format!("{} ({criteria})", g.name)}
+        </option>
     }
 }

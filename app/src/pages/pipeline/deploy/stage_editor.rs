@@ -34,6 +34,7 @@ pub fn StageEditor(
         vec![down_id.clone(), up_id.clone()],
     );
     let bake_error_id = format!("stage-{key}-bake-error");
+    let unit_id = format!("stage-{key}-unit");
     let described = bake_error_id.clone();
 
     let selector = Signal::derive(move || {
@@ -50,7 +51,7 @@ pub fn StageEditor(
         Memo::new(move |_| stage.with(|s| s.as_ref().map_or(BakeUnit::Minutes, |s| s.bake_unit)));
 
     view! {
-        <fieldset class="stage" data-stage=number>
+        <fieldset class="stage-editor" data-stage=number>
             <legend>{move || format!("Stage {}", number())}</legend>
             <div class="stage-tools">
                 <button type="button" class="small" id=up_id
@@ -88,8 +89,9 @@ pub fn StageEditor(
                                 aria-invalid=move || bake_error.with(Option::is_some).to_string()
                                 aria-describedby=described/>
                         </label>
-                        <label>"Unit"
-                            <select on:change=move |ev| {
+                        <div class="field">
+                            <label for=unit_id.clone()>"Unit"</label>
+                            <select id=unit_id on:change=move |ev| {
                                 if let Some(u) = BakeUnit::from_label(&event_target_value(&ev)) {
                                     edit(StageEdit::BakeUnit(u));
                                 }
@@ -98,7 +100,7 @@ pub fn StageEditor(
                                     <option value=u.label() selected=move || bake_unit.get() == u>{u.label()}</option>
                                 }).collect_view()}
                             </select>
-                        </label>
+                        </div>
                     </div>
                     {move || bake_error.get().map(|m| view! { <p class="field-error" id=bake_error_id.clone()>{m}</p> })}
                     <p class="hint">"30 seconds to 24 hours. Gates are read when the bake ends."</p>
