@@ -25,7 +25,16 @@ if [ -x "$PY" ] && installed; then
 fi
 
 echo "==> opentelemetry-opamp-client $VERSION into $VENV" >&2
+# Debian's python3 needs python3-venv (ensurepip) to create a virtualenv.
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >&2
+fi
 mkdir -p "$(dirname "$VENV")"
+# A stale venv (another version, a broken install) is replaced; nothing else is removed.
+if [ -f "$VENV/pyvenv.cfg" ]; then rm -rf "$VENV"; fi
 python3 -m venv "$VENV" >&2
 # An exact pin admits the pre-release (what --pre would pick today) while its
 # dependencies stay on stable releases.

@@ -2,7 +2,7 @@
 //! `ServerToAgent` answer out. Identity, sequence tracking, status recording and the
 //! fenced config offer; the rules are the pure functions of the sibling modules.
 
-use super::config::{build_offer, should_send, AgentConfigState};
+use super::config::{build_offer, should_send, AgentConfigState, OfferedPipeline};
 use super::identity::{agent_facts, AgentFacts, InstanceUid};
 use super::proto::{
     AgentCapabilities, AgentIdentification, AgentToServer, AgentToServerFlags,
@@ -141,6 +141,35 @@ fn next_state(
     }
 }
 
+/// Writes the node's pipeline status rows from its last reported remote-config status and
+/// health, for the pipelines of the config it reported. Every message refreshes them, as
+/// every vf-agent heartbeat does, so the fleet view counts them as current.
+async fn refresh_statuses(
+    db: &Db,
+    agent: &AgentRow,
+    pipelines: &[OfferedPipeline],
+    now: i64,
+) -> Result<()> {
+    let Some(status) = agent.opamp_config_status.as_deref().map(parse_status_name) else {
+        return Ok(());
+    };
+    let health = agent.opamp_healthy.map(|h| Health {
+        healthy: h != 0,
+        last_error: agent.opamp_health_error.clone().unwrap_or_default(),
+    });
+    let process = process_status(
+        status,
+        agent.opamp_config_error.as_deref().unwrap_or(""),
+        health.as_ref(),
+    );
+    let rows: Vec<_> = pipelines
+        .iter()
+        .map(|p| (p.clone(), process.clone()))
+        .collect();
+    let applied = status == RemoteConfigStatuses::Applied;
+    store::write_statuses(db, &agent.node.id, &rows, applied, now).await
+}
+
 /// Handles one message from an agent of `env`.
 pub async fn exchange(ctl: &Control, env: &Environment, msg: &AgentToServer) -> Result<Exchange> {
     let db = &ctl.db;
@@ -218,37 +247,13 @@ pub async fn exchange(ctl: &Control, env: &Environment, msg: &AgentToServer) -> 
         }
         _ => held,
     };
-    if let (Some(pipelines), Some(status)) = (&current, agent.opamp_config_status.as_deref()) {
-        let status = parse_status_name(status);
-        let health = agent.opamp_healthy.map(|h| Health {
-            healthy: h != 0,
-            last_error: agent.opamp_health_error.clone().unwrap_or_default(),
-        });
-        let process = process_status(
-            status,
-            agent.opamp_config_error.as_deref().unwrap_or(""),
-            health.as_ref(),
-        );
-        let rows: Vec<_> = pipelines
-            .iter()
-            .map(|p| (p.clone(), process.clone()))
-            .collect();
-        store::write_statuses(
-            db,
-            &agent.node.id,
-            &rows,
-            status == RemoteConfigStatuses::Applied,
-            now,
-        )
-        .await?;
+    if let Some(pipelines) = &current {
+        refresh_statuses(db, &agent, pipelines, now).await?;
     }
 
     if sync == Sync::NeedsFullState {
         reply.flags |= ServerToAgentFlags::ReportFullState as u64;
-        return Ok(Exchange {
-            reply,
-            served: kinds,
-        });
+        return Ok(Exchange::reply(reply));
     }
     let capabilities = agent.opamp_capabilities.unwrap_or(0) as u64;
     let accepts = capabilities & AgentCapabilities::AcceptsRemoteConfig as u64 != 0;

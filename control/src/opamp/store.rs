@@ -270,7 +270,8 @@ pub async fn write_statuses(
     }
     if stop_others {
         let live = sqlx::query_scalar::<_, String>(
-            "SELECT pipeline_id FROM node_pipeline_status WHERE node_id = $1 AND status <> 'STOPPED'",
+            "SELECT pipeline_id FROM node_pipeline_status
+             WHERE node_id = $1 AND status <> 'STOPPED'",
         )
         .bind(node_id)
         .fetch_all(&mut *tx)

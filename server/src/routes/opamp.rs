@@ -74,7 +74,7 @@ async fn record_metrics(State(state): State<AppState>, req: Request, next: Next)
     resp
 }
 
-fn text<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -217,7 +217,13 @@ async fn pipeline_status(app: &TestApp, node_id: &str, pipeline_id: &str) -> Opt
 
 /// A two-stage rollout: stage 1 the nodes labelled wave=one, stage 2 wave=two, 60 s bakes.
 async fn two_stage_canary(app: &TestApp, pipeline_id: &str, config_yaml: &str) -> ReleaseRow {
-    let stage = |wave: &str| json!({"selector": {"labels": {"wave": wave}}, "bakeSeconds": 60, "gates": [{"healthWindow": {}}]});
+    let stage = |wave: &str| {
+        json!({
+            "selector": {"labels": {"wave": wave}},
+            "bakeSeconds": 60,
+            "gates": [{"healthWindow": {}}],
+        })
+    };
     releases::create_canary(
         &app.control,
         "operator",
@@ -291,14 +297,18 @@ async fn a_request_without_a_valid_enrollment_token_is_unauthorized() {
 #[tokio::test]
 async fn a_body_that_does_not_decode_gets_a_bad_request_error_response_never_a_server_error() {
     let app = TestApp::spawn().await;
-    let not_gzip = [(CONTENT_ENCODING.as_str(), "gzip")];
-    let cases: [(Vec<u8>, &[(&str, &str)]); 3] = [
-        (b"\xff\xff\xff\xff\xff".to_vec(), &[]),
-        (b"\x0a\x10truncated".to_vec(), &[]),
-        (b"this is not gzip".to_vec(), &not_gzip),
+    // Not protobuf, a truncated message, and a "gzip" body that is not gzip.
+    let cases = [
+        (&b"\xff\xff\xff\xff\xff"[..], None),
+        (&b"\x0a\x10truncated"[..], None),
+        (&b"this is not gzip"[..], Some("gzip")),
     ];
-    for (body, headers) in cases {
-        let reply = decode(post(&app, body, headers).await).await;
+    for (body, encoding) in cases {
+        let headers: Vec<(&str, &str)> = encoding
+            .map(|e| ("content-encoding", e))
+            .into_iter()
+            .collect();
+        let reply = decode(post(&app, body.to_vec(), &headers).await).await;
         let error = reply.error_response.expect("an error response");
         assert_eq!(error.r#type, ServerErrorResponseType::BadRequest as i32);
         assert!(!error.error_message.is_empty());
@@ -968,6 +978,20 @@ impl PythonCollector {
     }
 }
 
+/// Waits (at most 30 s) until the server shows the node's pipeline `status` at `version`:
+/// the harness reports APPLIED in the background, after recording it.
+async fn wait_status(app: &TestApp, node_id: &str, pipeline_id: &str, version: i64, status: &str) {
+    let want = Some((version, status.to_string()));
+    for _ in 0..600 {
+        if pipeline_status(app, node_id, pipeline_id).await == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = pipeline_status(app, node_id, pipeline_id).await;
+    panic!("node {node_id}: wanted {want:?}, the server shows {got:?}");
+}
+
 fn bodies(state: &Value) -> Vec<String> {
     state["received"]
         .as_array()
@@ -1019,14 +1043,8 @@ async fn the_real_opamp_client_follows_a_staged_rollout() {
         !bodies(&held).iter().any(|b| b == V2),
         "never offered the canary"
     );
-    assert_eq!(
-        pipeline_status(&app, &one_node.id, &pipeline.id).await,
-        Some((2, "RUNNING".into()))
-    );
-    assert_eq!(
-        pipeline_status(&app, &two_node.id, &pipeline.id).await,
-        Some((1, "RUNNING".into()))
-    );
+    wait_status(&app, &one_node.id, &pipeline.id, 2, "RUNNING").await;
+    wait_status(&app, &two_node.id, &pipeline.id, 1, "RUNNING").await;
 
     // The bake passes: stage 2 opens for wave=two, then the release completes.
     assert_eq!(tick_after(&app, 60_000).await, ["advance"]);
@@ -1040,10 +1058,7 @@ async fn the_real_opamp_client_follows_a_staged_rollout() {
     let one_state = one.state();
     let distinct: std::collections::BTreeSet<_> = bodies(&one_state).into_iter().collect();
     assert_eq!(distinct.len(), 2, "{one_state}");
-    assert_eq!(
-        pipeline_status(&app, &two_node.id, &pipeline.id).await,
-        Some((2, "RUNNING".into()))
-    );
+    wait_status(&app, &two_node.id, &pipeline.id, 2, "RUNNING").await;
 
     // Stopping a client sends AgentDisconnect: its node is offline at once.
     two.stop().await;

@@ -108,6 +108,7 @@ fn display(path: &str, spot: Spot, message: &str) -> String {
     let unit = match spot.field {
         Field::Bake if message == "must be at most 86400" => " seconds (24 hours)",
         Field::Bake => " seconds",
+        Field::Window if message.ends_with(" 1") => " minute",
         Field::Window => " minutes",
         _ => "",
     };
@@ -270,6 +271,25 @@ mod tests {
             Some("Percentage: must be greater than 0")
         );
         assert_eq!(errors.at(Some(0), Field::Bake), None);
+    }
+
+    #[test]
+    fn the_health_check_window_bounds_read_in_minutes() {
+        let window = |message: &str| {
+            FieldErrors::new([PlanError {
+                field: "healthCheckWindowMinutes".into(),
+                message: message.into(),
+            }])
+            .at(None, Field::Window)
+        };
+        assert_eq!(
+            window("must be at least 1").as_deref(),
+            Some("Health-check window: must be at least 1 minute")
+        );
+        assert_eq!(
+            window("must be at most 1440").as_deref(),
+            Some("Health-check window: must be at most 1440 minutes")
+        );
     }
 
     #[test]

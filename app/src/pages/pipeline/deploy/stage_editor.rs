@@ -24,6 +24,9 @@ pub fn StageEditor(
     let count = Memo::new(move |_| plan.with(|p| p.stages.len()));
     let stage = Memo::new(move |_| plan.with(|p| p.stage(key).cloned()));
     let number = move || index.get() + 1;
+    // Comparisons live outside `view!`, whose attribute parser would read `>` as a tag end.
+    let is_last = Memo::new(move |_| index.get() + 1 >= count.get());
+    let is_only = Memo::new(move |_| count.get() <= 1);
     let edit = move |e: StageEdit| plan.update(|p| p.apply(PlanEdit::Stage(key, e)));
     let error = move |field: Field| checked.with(|c| c.errors.at(Some(index.get()), field));
     let bake_error = Memo::new(move |_| error(Field::Bake));
@@ -62,13 +65,13 @@ pub fn StageEditor(
                 </button>
                 <button type="button" class="small" id=down_id
                     aria-label=move || format!("Move stage {} down", number())
-                    disabled=move || index.get() + 1 >= count.get()
+                    disabled=move || is_last.get()
                     on:click=move |_| { plan.update(|p| p.apply(PlanEdit::MoveDown(key))); focus_later(down_ids.clone()); }>
                     "Down"
                 </button>
                 <button type="button" class="small danger"
                     aria-label=move || format!("Remove stage {}", number())
-                    disabled=move || count.get() <= 1
+                    disabled=move || is_only.get()
                     on:click=move |_| { plan.update(|p| p.apply(PlanEdit::Remove(key))); focus_later(vec!["add-stage".into()]); }>
                     "Remove"
                 </button>
