@@ -41,4 +41,5 @@ if [ ! -x end2end/node_modules/.bin/playwright ]; then
   log "npm packages for end2end/ (Playwright; the browser is Debian's chromium)"
   (cd end2end && npm ci --no-audit --no-fund)
 fi
+bash scripts/opamp-client.sh >/dev/null
 log "setup done"
