@@ -187,6 +187,10 @@ pub async fn apply(
     )
     .await?;
     tx.commit().await?;
+    ctl.metrics.transition(action);
+    for result in evaluation.iter().flat_map(|e| &e.results) {
+        ctl.metrics.gate_result(result);
+    }
     tracing::info!(
         release_id = release.id,
         action,

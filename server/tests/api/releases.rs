@@ -242,6 +242,29 @@ async fn three_stage_plan_opens_each_stage_in_turn_and_completes(app: TestApp) {
         assert_eq!(d["gateResults"][1]["verdict"], "pass");
     }
     assert_eq!(details(&log[3])["to"], "BROADENED");
+
+    // /metrics tells the same story: the release's status and every gate verdict.
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"vectorflow_release_status{pipeline="logs",status="BROADENED"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"vectorflow_gate_results_total{gate="errorRate",verdict="pass"} 3"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"vectorflow_release_transitions_total{action="release.complete"} 1"#),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
