@@ -122,6 +122,23 @@ pub struct DiffLineView {
     pub text: String,
 }
 
+/// A diff between two versions, with every version number to choose from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffView {
+    pub from: i64,
+    pub to: i64,
+    /// Newest first.
+    pub versions: Vec<i64>,
+    pub lines: Vec<DiffLineView>,
+}
+
+/// A release with the per-stage series of its canary nodes, for the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseHistoryItem {
+    pub release: ReleaseView,
+    pub series: Vec<StageSeries>,
+}
+
 /// One evaluation of a stage's gates with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvaluationView {

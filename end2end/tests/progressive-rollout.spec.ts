@@ -61,7 +61,16 @@ async function authorTwoStagePlan(page: Page, config: string, autoAdvance: boole
 
 test.describe('progressive rollout from the deploy dialog', () => {
   let agents: AgentProcess[] = [];
+  let consoleErrors: string[] = [];
+  test.beforeEach(async ({ page }) => {
+    consoleErrors = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+  });
   test.afterEach(async () => {
+    // The pages hydrate cleanly: a hydration error means the browser stopped updating them.
+    expect(consoleErrors.filter((e) => /hydrat|panicked/i.test(e))).toEqual([]);
     await Promise.all(agents.map((a) => a.stop()));
     agents = [];
   });
@@ -83,6 +92,8 @@ test.describe('progressive rollout from the deploy dialog', () => {
 
     // A bad canary: the simulated agents running it report 50 % errors.
     await authorTwoStagePlan(page, 'sources: {}\n# canary v2\n# vf-simulate: error_rate=0.5\n', true);
+    // Blur first: Chromium scrolls a focused input back into view after a full-page shot.
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await page.screenshot({ path: path.join(shots, 'deploy-dialog.png'), fullPage: true });
     await page.getByRole('button', { name: 'Start rollout' }).click();
 
@@ -142,7 +153,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await expect(async () => {
       await page.getByRole('button', { name: 'Complete all remaining' }).click();
       await expect(rollout).toHaveAttribute('data-status', 'BROADENED', { timeout: 3_000 });
-    }).toPass({ timeout: 30_000 });
+    }).toPass({ timeout: 60_000 });
     await expect(page.getByTestId('deployed-version')).toHaveText('v2');
   });
 });

@@ -3,7 +3,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::types::{DiffLineView, Labels, PipelineDetail, PipelineSummary, VersionView};
+#[cfg(feature = "ssr")]
+use crate::types::DiffLineView;
+use crate::types::{DiffView, Labels, PipelineDetail, PipelineSummary, VersionView};
 
 #[cfg(feature = "ssr")]
 fn summary(p: vf_control::pipelines::PipelineRow) -> PipelineSummary {
@@ -173,22 +175,44 @@ pub async fn deploy_pipeline(
     Ok(version_view(v))
 }
 
+/// A diff between two versions; without `from`/`to`, the two newest (or the only one).
 #[server(endpoint = "pipeline.diff", input = Json)]
 pub async fn diff_versions(
     pipeline_id: String,
-    from: i64,
-    to: i64,
-) -> Result<Vec<DiffLineView>, ServerFnError> {
+    #[server(default)] from: Option<i64>,
+    #[server(default)] to: Option<i64>,
+) -> Result<DiffView, ServerFnError> {
     use super::server::*;
     let ctl = control()?;
+    let versions: Vec<i64> = vf_control::pipelines::list_versions(&ctl.db, &pipeline_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|v| v.version)
+        .collect();
+    let Some(newest) = versions.first().copied() else {
+        return Ok(DiffView {
+            from: 0,
+            to: 0,
+            versions,
+            lines: Vec::new(),
+        });
+    };
+    let to = to.unwrap_or(newest);
+    let from = from.unwrap_or((newest - 1).max(1));
     let lines = vf_control::pipelines::diff_versions(&ctl.db, &pipeline_id, from, to)
         .await
         .map_err(fail)?;
-    Ok(lines
-        .into_iter()
-        .map(|l| DiffLineView {
-            op: l.op.to_string(),
-            text: l.text,
-        })
-        .collect())
+    Ok(DiffView {
+        from,
+        to,
+        versions,
+        lines: lines
+            .into_iter()
+            .map(|l| DiffLineView {
+                op: l.op.to_string(),
+                text: l.text,
+            })
+            .collect(),
+    })
 }

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::types::{ReleaseView, StageSeries};
+use crate::types::{ReleaseHistoryItem, ReleaseView, StageSeries};
 
 #[cfg(feature = "ssr")]
 pub(crate) fn release_view(r: vf_control::releases::ReleaseRow, now: i64) -> ReleaseView {
@@ -163,17 +163,14 @@ pub async fn rollback_release(release_id: String) -> Result<ReleaseView, ServerF
     act(release_id, vf_rules::Action::Rollback).await
 }
 
-/// Per-stage minutes of events and errors of the canary nodes, for the history charts.
-#[server(endpoint = "release.series", input = Json)]
-pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, ServerFnError> {
-    use super::server::*;
-    let ctl = control()?;
-    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+#[cfg(feature = "ssr")]
+async fn series_of(
+    ctl: &vf_control::Control,
+    r: &vf_control::releases::ReleaseRow,
+) -> Result<Vec<StageSeries>, ServerFnError> {
+    let series = vf_control::releases::stage_series(&ctl.db, r, ctl.now())
         .await
-        .map_err(fail)?;
-    let series = vf_control::releases::stage_series(&ctl.db, &r, ctl.now())
-        .await
-        .map_err(fail)?;
+        .map_err(super::server::fail)?;
     Ok(series
         .into_iter()
         .enumerate()
@@ -185,4 +182,36 @@ pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, Serv
                 .collect(),
         })
         .collect())
+}
+
+/// Per-stage minutes of events and errors of the canary nodes, for the history charts.
+#[server(endpoint = "release.series", input = Json)]
+pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+        .await
+        .map_err(fail)?;
+    series_of(&ctl, &r).await
+}
+
+/// A pipeline's releases, newest first, each with its per-stage series.
+#[server(endpoint = "release.history", input = Json)]
+pub async fn release_history(
+    pipeline_id: String,
+) -> Result<Vec<ReleaseHistoryItem>, ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
+        .await
+        .map_err(fail)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let series = series_of(&ctl, &r).await?;
+        out.push(ReleaseHistoryItem {
+            release: release_view(r, ctl.now()),
+            series,
+        });
+    }
+    Ok(out)
 }

@@ -5,15 +5,15 @@ use leptos::prelude::*;
 
 use super::rollout::{selector_text, stage_state, GateEvaluations};
 use crate::api::error_text;
-use crate::api::releases::{list_releases, release_series};
+use crate::api::releases::release_history;
 use crate::components::{ErrorBox, StatusBadge};
 use crate::types::{format_time, ReleaseView, StageSeries};
 
 #[component]
-pub fn History(id: Memo<String>, refresh: Signal<usize>) -> impl IntoView {
+pub fn History(id: Memo<String>, refresh: Signal<Option<(String, i64)>>) -> impl IntoView {
     let releases = Resource::new(
         move || (id.get(), refresh.get()),
-        |(id, _)| list_releases(id),
+        |(id, _)| release_history(id),
     );
     view! {
         <section aria-label="Release history">
@@ -25,7 +25,7 @@ pub fn History(id: Memo<String>, refresh: Signal<usize>) -> impl IntoView {
                         Ok(list) if list.is_empty() => view! { <p class="empty">"No releases yet."</p> }.into_any(),
                         Ok(list) => view! {
                             <ol class="history" data-testid="release-history">
-                                {list.into_iter().map(|r| view! { <HistoryItem r/> }).collect_view()}
+                                {list.into_iter().map(|item| view! { <HistoryItem r=item.release series=item.series/> }).collect_view()}
                             </ol>
                         }.into_any(),
                     }
@@ -36,9 +36,7 @@ pub fn History(id: Memo<String>, refresh: Signal<usize>) -> impl IntoView {
 }
 
 #[component]
-fn HistoryItem(r: ReleaseView) -> impl IntoView {
-    let id = r.id.clone();
-    let series = Resource::new(move || id.clone(), release_series);
+fn HistoryItem(r: ReleaseView, series: Vec<StageSeries>) -> impl IntoView {
     let summary = format!(
         "v{} {} - {} stage(s) - created {} by {}, last action by {}",
         r.canary_version,
@@ -72,13 +70,7 @@ fn HistoryItem(r: ReleaseView) -> impl IntoView {
                                     <span class="muted">{selector_text(&r.plan, i)}</span>
                                 </div>
                                 {stage.map(|s| view! {
-                                    <Transition fallback=|| ()>
-                                        {move || Suspend::new(async move {
-                                            let data = series.await.unwrap_or_default();
-                                            let points = data.into_iter().find(|x| x.index == i as i64);
-                                            view! { <StageChart series=points/> }
-                                        })}
-                                    </Transition>
+                                    <StageChart series=series.iter().find(|x| x.index == i as i64).cloned()/>
                                     <GateEvaluations evaluations=s.evaluations.clone()/>
                                 })}
                             </li>

@@ -13,7 +13,7 @@ mod history;
 mod rollout;
 
 use crate::components::{use_tick, ErrorBox, LabelChips, StatusBadge};
-use crate::types::{format_time, PipelineDetail, PipelineNodeView, VersionView};
+use crate::types::{format_time, DiffView, PipelineDetail, PipelineNodeView, VersionView};
 use deploy::DeployForm;
 use history::History;
 use rollout::{RolloutActions, RolloutView};
@@ -40,6 +40,28 @@ pub fn PipelinePage() -> impl IntoView {
         from: RwSignal::new(None),
         to: RwSignal::new(None),
     };
+    // What the diff and the history depend on: the newest version and the latest release's
+    // row version. Both change when anything publishes or a release moves, whoever did it.
+    let changes = Memo::new(move |_| {
+        detail.get().and_then(|r| r.ok()).map(|d| {
+            (
+                d.versions.first().map(|v| v.version),
+                d.release.map(|r| (r.id, r.row_version)),
+            )
+        })
+    });
+    // Created here, never inside a Suspend, so server and browser agree on it when hydrating.
+    let lines = Resource::new(
+        move || {
+            (
+                id.get(),
+                diff.from.get(),
+                diff.to.get(),
+                changes.get().and_then(|c| c.0),
+            )
+        },
+        |(id, from, to, _)| diff_versions(id, from, to),
+    );
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading pipeline..."</p> }>
             {move || Suspend::new(async move {
@@ -58,11 +80,12 @@ pub fn PipelinePage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match detail.await {
                     Err(_) => ().into_any(),
-                    Ok(d) => view! { <Versions d diff/> }.into_any(),
+                    Ok(d) => view! { <Versions d/> }.into_any(),
                 }
             })}
         </Transition>
-        <History id refresh=Signal::derive(move || actions.version() + deploy.version().get())/>
+        <DiffPanel diff lines/>
+        <History id refresh=Signal::derive(move || changes.get().and_then(|c| c.1))/>
     }
 }
 
@@ -135,30 +158,10 @@ struct DiffChoice {
 }
 
 #[component]
-fn Versions(d: PipelineDetail, diff: DiffChoice) -> impl IntoView {
-    let id = d.pipeline.id.clone();
-    let versions = d.versions.clone();
-    if versions.is_empty() {
+fn Versions(d: PipelineDetail) -> impl IntoView {
+    if d.versions.is_empty() {
         return view! { <p class="empty">"No versions yet: deploy a config above."</p> }.into_any();
     }
-    let newest = versions.first().map(|v| v.version).unwrap_or(1);
-    let from = Signal::derive(move || diff.from.get().unwrap_or((newest - 1).max(1)));
-    let to = Signal::derive(move || diff.to.get().unwrap_or(newest));
-    let lines = Resource::new(
-        move || (id.clone(), from.get(), to.get()),
-        |(id, from, to)| diff_versions(id, from, to),
-    );
-    let options = move |selected: Signal<i64>| {
-        versions
-            .iter()
-            .map(|v| {
-                let n = v.version;
-                view! { <option value=n.to_string() selected=move || selected.get() == n>{format!("v{n}")}</option> }
-            })
-            .collect_view()
-    };
-    let from_options = options(from);
-    let to_options = options(to);
     view! {
         <h2>"Versions"</h2>
         <table class="grid" data-testid="versions">
@@ -183,28 +186,44 @@ fn Versions(d: PipelineDetail, diff: DiffChoice) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
-        <section class="card" aria-label="Diff">
-            <h3>"Diff"</h3>
-            <div class="pickers">
-                <label>"From" <select on:change=move |ev| diff.from.set(event_target_value(&ev).parse().ok())>{from_options}</select></label>
-                <label>"To" <select on:change=move |ev| diff.to.set(event_target_value(&ev).parse().ok())>{to_options}</select></label>
-            </div>
-            <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
-                    match lines.await {
-                        Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                        Ok(lines) => view! {
-                            <pre class="diff" data-testid="diff">
-                                {lines.into_iter().map(|l| {
-                                    let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
-                                    view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
-                                }).collect_view()}
-                            </pre>
-                        }.into_any(),
-                    }
-                })}
-            </Transition>
-        </section>
     }
     .into_any()
+}
+
+/// The diff between two chosen versions (the two newest until one is picked).
+#[component]
+fn DiffPanel(diff: DiffChoice, lines: Resource<Result<DiffView, ServerFnError>>) -> impl IntoView {
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                match lines.await {
+                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                    Ok(dv) if dv.versions.is_empty() => ().into_any(),
+                    Ok(dv) => {
+                        let options = |selected: i64| {
+                            dv.versions
+                                .iter()
+                                .map(|n| view! { <option value=n.to_string() selected=*n == selected>{format!("v{n}")}</option> })
+                                .collect_view()
+                        };
+                        view! {
+                            <section class="card" aria-label="Diff">
+                                <h3>"Diff"</h3>
+                                <div class="pickers">
+                                    <label>"From" <select on:change=move |ev| diff.from.set(event_target_value(&ev).parse().ok())>{options(dv.from)}</select></label>
+                                    <label>"To" <select on:change=move |ev| diff.to.set(event_target_value(&ev).parse().ok())>{options(dv.to)}</select></label>
+                                </div>
+                                <pre class="diff" data-testid="diff">
+                                    {dv.lines.into_iter().map(|l| {
+                                        let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
+                                        view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
+                                    }).collect_view()}
+                                </pre>
+                            </section>
+                        }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
 }
