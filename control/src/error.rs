@@ -26,6 +26,19 @@ pub enum ControlError {
 }
 
 impl ControlError {
+    /// The HTTP status every boundary (routes, server functions) answers this error with.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            ControlError::Invalid { .. } => 400,
+            ControlError::Unauthorized => 401,
+            ControlError::NotFound(_) => 404,
+            ControlError::Conflict(_) => 409,
+            ControlError::PreconditionFailed(_) => 412,
+            ControlError::PreconditionRequired(_) => 428,
+            ControlError::Internal(_) => 500,
+        }
+    }
+
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid {
             field: field.into(),

@@ -23,18 +23,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match &self.0 {
-            ControlError::Invalid { .. } => StatusCode::BAD_REQUEST,
-            ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-            ControlError::Conflict(_) => StatusCode::CONFLICT,
-            ControlError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ControlError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-            ControlError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
-            ControlError::Internal(cause) => {
-                tracing::error!(error = format!("{cause:#}"), "internal error");
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        };
+        if let ControlError::Internal(cause) = &self.0 {
+            tracing::error!(error = format!("{cause:#}"), "internal error");
+        }
+        let status =
+            StatusCode::from_u16(self.0.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (
             status,
             Json(serde_json::json!({ "error": self.0.to_string() })),

@@ -124,24 +124,37 @@ async fn bootstrap(control: &Control, config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn router(state: AppState, config: &Config) -> Router {
+/// What every agent-facing route gets: a body limit (413 above it), overload shedding (503
+/// with `Retry-After`, which agents honour) and request counts and latency on `/metrics`.
+pub(crate) fn agent_route_layers(
+    routes: Router<AppState>,
+    state: &AppState,
+    config: &Config,
+    retry_after: &'static str,
+) -> Router<AppState> {
     let overload = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
-                "server busy, retry later",
-            )
-        }))
+        .layer(HandleErrorLayer::new(
+            move |_: tower::BoxError| async move {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, HeaderValue::from_static(retry_after))],
+                    "server busy, retry later",
+                )
+            },
+        ))
         .load_shed()
         .concurrency_limit(config.agent_max_concurrency);
-    let agent = routes::agent::router()
+    routes
         .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
         .layer(overload)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             record_metrics,
-        ));
+        ))
+}
+
+fn router(state: AppState, config: &Config) -> Router {
+    let agent = agent_route_layers(routes::agent::router(), &state, config, "5");
 
     let control = state.control.clone();
     let routes = generate_route_list(app::App);

@@ -18,18 +18,10 @@ pub fn actor() -> String {
 /// Maps a service error to a status code and a message the page can show. Internal causes
 /// are logged here and never shown.
 pub fn fail(e: ControlError) -> ServerFnError {
-    let status = match &e {
-        ControlError::Invalid { .. } => StatusCode::BAD_REQUEST,
-        ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-        ControlError::Conflict(_) => StatusCode::CONFLICT,
-        ControlError::Unauthorized => StatusCode::UNAUTHORIZED,
-        ControlError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-        ControlError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
-        ControlError::Internal(cause) => {
-            tracing::error!(error = format!("{cause:#}"), "server function failed");
-            StatusCode::INTERNAL_SERVER_ERROR
-        }
-    };
+    if let ControlError::Internal(cause) = &e {
+        tracing::error!(error = format!("{cause:#}"), "server function failed");
+    }
+    let status = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(resp) = use_context::<ResponseOptions>() {
         resp.set_status(status);
     }

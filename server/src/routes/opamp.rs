@@ -3,18 +3,12 @@
 //! answer. A body that does not decode gets a BAD_REQUEST `error_response` with HTTP 200,
 //! as the OpAMP spec asks, so clients do not retry it.
 
-use std::time::Instant;
-
 use axum::body::Bytes;
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Router};
-use tower::ServiceBuilder;
-use vf_control::metrics::RouteLabels;
 use vf_control::opamp::prost::Message;
 use vf_control::opamp::proto::{
     AgentToServer, ServerErrorResponse, ServerErrorResponseType, ServerToAgent,
@@ -32,46 +26,13 @@ const ROUTE: &str = "/v1/opamp";
 #[derive(Debug, Clone, Copy)]
 struct MaxBody(usize);
 
-/// The OpAMP route with its own body limit, overload shedding (503 + `Retry-After`, which
-/// OpAMP clients honour) and the agent request metrics.
+/// The OpAMP route with the agent routes' protections (30 s `Retry-After`: OpAMP clients
+/// honour it) and its own decompressed-size limit.
 pub fn router(config: &Config, state: &AppState) -> Router<AppState> {
-    let overload = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, HeaderValue::from_static("30"))],
-                "server busy, retry later",
-            )
-        }))
-        .load_shed()
-        .concurrency_limit(config.agent_max_concurrency);
-    Router::new()
+    let routes = Router::new()
         .route(ROUTE, post(opamp_post))
-        .layer(Extension(MaxBody(config.agent_max_body_bytes)))
-        .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
-        .layer(overload)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            record_metrics,
-        ))
-}
-
-/// Counts and times each request as the vf-agent routes are (`agent_requests`,
-/// `agent_latency` on `/metrics`).
-async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let resp = next.run(req).await;
-    let labels = RouteLabels {
-        route: ROUTE.to_string(),
-        status: resp.status().as_u16(),
-    };
-    state.metrics.agent_requests.get_or_create(&labels).inc();
-    state
-        .metrics
-        .agent_latency
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
-    resp
+        .layer(Extension(MaxBody(config.agent_max_body_bytes)));
+    crate::startup::agent_route_layers(routes, state, config, "30")
 }
 
 fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
