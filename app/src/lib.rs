@@ -17,8 +17,27 @@ use pages::{
     groups::GroupsPage, pipeline::PipelinePage, pipelines::PipelinesPage,
 };
 
+/// The Content-Security-Policy of every page: scripts only from this origin or carrying the
+/// page's nonce (the hydration script), WebAssembly allowed to compile, no framing.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws://127.0.0.1:*; \
+         object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
 /// The HTML document around the app (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(resp)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&content_security_policy(&nonce)) {
+            resp.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, value);
+        }
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -52,6 +71,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/pipelines/:id") view=PipelinePage/>
                     <Route path=path!("/environments") view=EnvironmentsPage/>
                     <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
+                    <Route path=path!("/audit") view=pages::audit::AuditPage/>
                 </Routes>
             </Layout>
         </Router>

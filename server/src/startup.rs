@@ -167,13 +167,63 @@ fn router(state: AppState, config: &Config) -> Router {
         .leptos_routes_with_context(
             &state,
             routes,
-            move || provide_context(control.clone()),
+            move || {
+                provide_context(control.clone());
+                leptos::nonce::provide_nonce();
+            },
             move || app::shell(options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
         ))
+        .layer(middleware::from_fn(server_fn_input_errors_are_400))
+        .layer(middleware::from_fn(security_headers))
         .with_state(state)
+}
+
+/// Leptos answers a server function call whose arguments do not parse with a 500; for the
+/// caller that is bad input, so it becomes a 400 with the same message.
+async fn server_fn_input_errors_are_400(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let is_server_fn = path.starts_with("/api/") && !path.starts_with("/api/agent/");
+    let resp = next.run(req).await;
+    if !is_server_fn || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let client_fault = ["Args|", "MissingArg|", "Deserialization|"]
+        .iter()
+        .any(|p| bytes.starts_with(p.as_bytes()));
+    if client_fault {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Headers every response carries. Pages set their own nonce-based Content-Security-Policy;
+/// everything else gets one that allows nothing to run.
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+    resp
 }
 
 async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {

@@ -61,6 +61,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>
                 <A href=move || format!("/environments{}", suffix())>"Environments"</A>
                 <A href="/admin/edge-config">"Edge config"</A>
+                <A href="/audit">"Audit"</A>
             </nav>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {

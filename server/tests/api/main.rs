@@ -7,6 +7,7 @@
 mod agent_protocol;
 mod bootstrap;
 mod edge;
+mod headers;
 mod health;
 mod heartbeats;
 mod helpers;

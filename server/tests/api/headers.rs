@@ -1,0 +1,73 @@
+//! Every response carries the security headers; pages a nonce-based Content-Security-Policy
+//! that the hydration script satisfies; server functions answer bad arguments with 400.
+
+use reqwest::header::{
+    CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use serde_json::json;
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn pages_carry_a_nonce_policy_that_their_own_scripts_satisfy() {
+    let app = TestApp::spawn().await;
+    let resp = app.get("/").await;
+    assert_eq!(resp.status(), 200);
+    let h = resp.headers().clone();
+    assert_eq!(h[X_FRAME_OPTIONS], "DENY");
+    assert_eq!(h[X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(h[REFERRER_POLICY], "no-referrer");
+    let csp = h[CONTENT_SECURITY_POLICY].to_str().unwrap().to_string();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .expect("a script-src directive");
+    assert!(
+        !script_src.contains("'unsafe-inline'"),
+        "inline scripts need the nonce: {csp}"
+    );
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a script nonce in the policy")
+        .to_string();
+    let html = resp.text().await.unwrap();
+    assert!(
+        html.contains(&format!("nonce=\"{nonce}\"")),
+        "the hydration script carries the nonce"
+    );
+    // A fresh nonce per response.
+    let again = app.get("/").await;
+    assert!(!again.headers()[CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .contains(&nonce));
+}
+
+#[tokio::test]
+async fn api_responses_allow_nothing_to_run() {
+    let app = TestApp::spawn().await;
+    let resp = app.get("/healthz").await;
+    assert_eq!(
+        resp.headers()[CONTENT_SECURITY_POLICY],
+        "default-src 'none'; frame-ancestors 'none'"
+    );
+    assert_eq!(resp.headers()[X_CONTENT_TYPE_OPTIONS], "nosniff");
+}
+
+#[tokio::test]
+async fn a_server_function_called_with_missing_arguments_answers_400_naming_them() {
+    let app = TestApp::spawn().await;
+    let (status, body) = app
+        .call("pipeline.deploy", json!({ "pipeline_id": "x" }))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("config_yaml"), "{body}");
+    let (status, body) = app
+        .call("release.canary.get", json!({ "release_id": 7 }))
+        .await;
+    assert_eq!(status, 400, "{body}");
+}
