@@ -199,3 +199,25 @@ pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
         .map_err(fail)?;
     Ok(())
 }
+
+/// Revokes an enrollment token (agents can no longer enroll with it).
+#[server(endpoint = "environment.token.revoke", input = Json)]
+pub async fn revoke_enrollment_token(token_id: String) -> Result<(), ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::revoke_enrollment_token(&ctl.db, &actor(), &token_id, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+/// Revokes a node: its next poll gets 401.
+#[server(endpoint = "fleet.node.revoke", input = Json)]
+pub async fn revoke_node(node_id: String) -> Result<(), ServerFnError> {
+    use super::server::*;
+    let ctl = control()?;
+    vf_control::fleet::revoke_node(&ctl.db, &actor(), &node_id, ctl.now())
+        .await
+        .map_err(fail)?;
+    Ok(())
+}

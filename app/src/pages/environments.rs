@@ -3,7 +3,9 @@
 use leptos::prelude::*;
 
 use crate::api::error_text;
-use crate::api::fleet::{list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment};
+use crate::api::fleet::{
+    list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment, RevokeEnrollmentToken,
+};
 use crate::components::{current_env, use_env_name, ErrorBox};
 use crate::types::format_time;
 
@@ -12,15 +14,17 @@ pub fn EnvironmentsPage() -> impl IntoView {
     let env_name = use_env_name();
     let create_env = ServerAction::<CreateEnvironment>::new();
     let create_token = ServerAction::<CreateEnrollmentToken>::new();
+    let revoke = ServerAction::<RevokeEnrollmentToken>::new();
     let data = Resource::new(
         move || {
             (
                 env_name.get(),
                 create_env.version().get(),
                 create_token.version().get(),
+                revoke.version().get(),
             )
         },
-        |(name, _, _)| async move {
+        |(name, _, _, _)| async move {
             match current_env(name).await? {
                 Some(env) => list_enrollment_tokens(env.id.clone())
                     .await
@@ -47,6 +51,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
                                     <thead><tr>
                                         <th scope="col">"Prefix"</th><th scope="col">"Label"</th>
                                         <th scope="col">"Created"</th><th scope="col">"State"</th>
+                                        <th scope="col"><span class="sr-only">"Actions"</span></th>
                                     </tr></thead>
                                     <tbody>
                                         {tokens.into_iter().map(|t| view! {
@@ -55,6 +60,17 @@ pub fn EnvironmentsPage() -> impl IntoView {
                                                 <td>{t.label.clone()}</td>
                                                 <td>{format_time(t.created_at)}</td>
                                                 <td>{if t.revoked { "revoked" } else { "active" }}</td>
+                                                <td>{(!t.revoked).then(|| {
+                                                    let (id, prefix) = (t.id.clone(), t.prefix.clone());
+                                                    view! {
+                                                        <button class="danger small" on:click=move |_| {
+                                                            let ok = window()
+                                                                .confirm_with_message(&format!("Revoke enrollment token {prefix}...? Agents can no longer enroll with it."))
+                                                                .unwrap_or(false);
+                                                            if ok { revoke.dispatch(RevokeEnrollmentToken { token_id: id.clone() }); }
+                                                        }>"Revoke"</button>
+                                                    }
+                                                })}</td>
                                             </tr>
                                         }).collect_view()}
                                     </tbody>

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::api::error_text;
-use crate::api::fleet::fleet_nodes;
+use crate::api::fleet::{fleet_nodes, RevokeNode};
 use crate::components::{current_env, use_env_name, use_tick, ErrorBox, LabelChips, StatusBadge};
 use crate::types::{format_age, FleetView, NodeView};
 
@@ -12,9 +12,10 @@ use crate::types::{format_age, FleetView, NodeView};
 pub fn FleetPage() -> impl IntoView {
     let env_name = use_env_name();
     let tick = use_tick(3_000);
+    let revoke = ServerAction::<RevokeNode>::new();
     let fleet = Resource::new(
-        move || (env_name.get(), tick.get()),
-        |(name, _)| async move {
+        move || (env_name.get(), tick.get(), revoke.version().get()),
+        |(name, _, _)| async move {
             match current_env(name).await? {
                 Some(env) => fleet_nodes(env.id).await.map(|f| Some((env.name, f))),
                 None => Ok(None),
@@ -30,15 +31,16 @@ pub fn FleetPage() -> impl IntoView {
                     Ok(None) => view! {
                         <p class="empty">"No environment yet. Create one under Environments."</p>
                     }.into_any(),
-                    Ok(Some((env, f))) => view! { <FleetTable env f/> }.into_any(),
+                    Ok(Some((env, f))) => view! { <FleetTable env f revoke/> }.into_any(),
                 }
             })}
         </Transition>
+        {move || revoke.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
     }
 }
 
 #[component]
-fn FleetTable(env: String, f: FleetView) -> impl IntoView {
+fn FleetTable(env: String, f: FleetView, revoke: ServerAction<RevokeNode>) -> impl IntoView {
     let count = f.nodes.len();
     let healthy = f.nodes.iter().filter(|n| n.status == "HEALTHY").count();
     if f.nodes.is_empty() {
@@ -62,10 +64,11 @@ fn FleetTable(env: String, f: FleetView) -> impl IntoView {
                     <th scope="col">"Last seen"</th>
                     <th scope="col">"Agent"</th>
                     <th scope="col">"Pipelines"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
             <tbody>
-                {f.nodes.into_iter().map(|n| view! { <NodeRow n/> }).collect_view()}
+                {f.nodes.into_iter().map(|n| view! { <NodeRow n revoke/> }).collect_view()}
             </tbody>
         </table>
     }
@@ -73,7 +76,8 @@ fn FleetTable(env: String, f: FleetView) -> impl IntoView {
 }
 
 #[component]
-fn NodeRow(n: NodeView) -> impl IntoView {
+fn NodeRow(n: NodeView, revoke: ServerAction<RevokeNode>) -> impl IntoView {
+    let (node_id, node_name) = (n.id.clone(), n.name.clone());
     let seen = n
         .last_seen_age_ms
         .map(format_age)
@@ -113,6 +117,14 @@ fn NodeRow(n: NodeView) -> impl IntoView {
                         </ul>
                     }.into_any()
                 }}
+            </td>
+            <td>
+                <button class="danger small" aria-label=format!("Revoke node {node_name}") on:click=move |_| {
+                    let ok = window()
+                        .confirm_with_message(&format!("Revoke node {node_name}? Its next poll is refused and it leaves the fleet."))
+                        .unwrap_or(false);
+                    if ok { revoke.dispatch(RevokeNode { node_id: node_id.clone() }); }
+                }>"Revoke"</button>
             </td>
         </tr>
     }

@@ -221,3 +221,44 @@ pub async fn environment_for_enrollment_token(db: &Db, token: &str) -> Result<En
     .await?
     .ok_or(ControlError::Unauthorized)
 }
+
+/// Revokes an enrollment token: agents can no longer enroll with it (nodes already enrolled
+/// keep their own node tokens).
+pub async fn revoke_enrollment_token(db: &Db, actor: &str, token_id: &str, now: i64) -> Result<()> {
+    let row = sqlx::query_as::<_, EnrollmentTokenRow>(
+        "SELECT id, environment_id, prefix, label, created_at, revoked_at
+         FROM enrollment_tokens WHERE id = $1",
+    )
+    .bind(token_id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| ControlError::NotFound(format!("enrollment token {token_id}")))?;
+    if row.revoked_at.is_some() {
+        return Err(ControlError::Conflict(
+            "that token is already revoked".into(),
+        ));
+    }
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "UPDATE enrollment_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(token_id)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "enrollment_token.revoke",
+            target_kind: "enrollment_token",
+            target_id: token_id,
+            environment_id: Some(&row.environment_id),
+            details: json!({ "prefix": row.prefix, "label": row.label }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

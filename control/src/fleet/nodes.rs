@@ -181,3 +181,35 @@ pub async fn set_operator_labels(
     tx.commit().await?;
     get_node(db, node_id).await
 }
+
+/// Revokes a node: its token stops working at once (the next poll gets 401) and it leaves
+/// the fleet view and every release's fleet.
+pub async fn revoke_node(db: &Db, actor: &str, node_id: &str, now: i64) -> Result<()> {
+    let node = get_node(db, node_id).await?;
+    if node.revoked_at.is_some() {
+        return Err(ControlError::Conflict(
+            "that node is already revoked".into(),
+        ));
+    }
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("UPDATE nodes SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(node_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "node.revoke",
+            target_kind: "node",
+            target_id: node_id,
+            environment_id: Some(&node.environment_id),
+            details: json!({ "name": node.name, "kind": node.kind }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

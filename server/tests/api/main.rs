@@ -21,3 +21,4 @@ mod release_races;
 mod release_refusals;
 mod release_selection;
 mod releases;
+mod revocation;
