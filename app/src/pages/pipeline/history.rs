@@ -10,7 +10,7 @@ use crate::components::{ErrorBox, StatusBadge};
 use crate::types::{format_time, ReleaseView, StageSeries};
 
 #[component]
-pub fn History(id: Memo<String>, refresh: Signal<Option<(String, i64)>>) -> impl IntoView {
+pub fn History(id: Memo<String>, refresh: Signal<(u64, usize, usize)>) -> impl IntoView {
     let releases = Resource::new(
         move || (id.get(), refresh.get()),
         |(id, _)| release_history(id),

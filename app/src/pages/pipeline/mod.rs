@@ -40,26 +40,13 @@ pub fn PipelinePage() -> impl IntoView {
         from: RwSignal::new(None),
         to: RwSignal::new(None),
     };
-    // What the diff and the history depend on: the newest version and the latest release's
-    // row version. Both change when anything publishes or a release moves, whoever did it.
-    let changes = Memo::new(move |_| {
-        detail.get().and_then(|r| r.ok()).map(|d| {
-            (
-                d.versions.first().map(|v| v.version),
-                d.release.map(|r| (r.id, r.row_version)),
-            )
-        })
-    });
+    // The diff and the history refresh on their own slower clock and after any action here;
+    // they never read `detail` (reading a resource outside a Suspense stalls SSR).
+    let slow_tick = use_tick(10_000);
+    let changes = Memo::new(move |_| (slow_tick.get(), deploy.version().get(), actions.version()));
     // Created here, never inside a Suspend, so server and browser agree on it when hydrating.
     let lines = Resource::new(
-        move || {
-            (
-                id.get(),
-                diff.from.get(),
-                diff.to.get(),
-                changes.get().and_then(|c| c.0),
-            )
-        },
+        move || (id.get(), diff.from.get(), diff.to.get(), changes.get()),
         |(id, from, to, _)| diff_versions(id, from, to),
     );
     view! {
@@ -85,7 +72,7 @@ pub fn PipelinePage() -> impl IntoView {
             })}
         </Transition>
         <DiffPanel diff lines/>
-        <History id refresh=Signal::derive(move || changes.get().and_then(|c| c.1))/>
+        <History id refresh=Signal::derive(move || changes.get())/>
     }
 }
 
