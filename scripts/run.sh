@@ -24,6 +24,16 @@ trap cleanup EXIT INT TERM
 pids+=($!)
 for _ in $(seq 1 100); do curl -fs "$url/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 
+# A demo pipeline for the simulated fleet, once (the calls are the JSON API of docs/api.md).
+api() { curl -fs -X POST "$url/api/$1" -H 'content-type: application/json' -d "$2"; }
+env_id=$(api environment.list '{}' | sed -n 's/.*"id":"\([^"]*\)","name":"'"$VF_BOOTSTRAP_ENVIRONMENT"'".*/\1/p')
+if [ -n "$env_id" ] && ! api pipeline.list "{\"environment_id\":\"$env_id\"}" | grep -q '"name":"demo-logs"'; then
+  pipeline_id=$(api pipeline.create "{\"environment_id\":\"$env_id\",\"name\":\"demo-logs\",\"node_selector\":{\"tier\":\"edge\"}}" \
+    | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+  api pipeline.deploy "{\"pipeline_id\":\"$pipeline_id\",\"config_yaml\":\"sources:\\n  logs:\\n    type: demo_logs\\n    format: json\\nsinks:\\n  out:\\n    type: blackhole\\n    inputs: [logs]\\n\",\"changelog\":\"demo\"}" >/dev/null \
+    && echo "Created the demo pipeline demo-logs (v1)."
+fi
+
 "$CARGO_TARGET_DIR/debug/vf-agent" --server "$url" --token "$VF_BOOTSTRAP_ENROLLMENT_TOKEN" \
   --data-dir .vf-demo/agents --simulate 6 --hostname-template 'demo-{i}' \
   --label 'rollout-wave={i%2}' --label 'zone=z{i%3}' --label tier=edge --sim-error-rate 0.001 &

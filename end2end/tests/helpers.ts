@@ -30,6 +30,8 @@ export function startAgent(baseURL: string, args: string[]): AgentProcess {
     ['--server', baseURL, '--token', enrollmentToken, '--data-dir', dataDir, '--poll-interval-ms', '1000', ...args],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
+  // Never outlive the test run, even when a test fails before its cleanup.
+  process.once('exit', () => child.kill('SIGKILL'));
   return new AgentProcess(child, dataDir);
 }
 
