@@ -168,7 +168,7 @@ pub async fn set_node_selector(
 ) -> Result<PipelineRow> {
     let selector = parse_labels("nodeSelector", node_selector)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
-    refuse_if_release_in_flight(db, pipeline_id, "change the node selector").await?;
+    refuse_if_release_in_flight(&db.pool, pipeline_id, "change the node selector").await?;
     let mut tx = db.pool.begin().await?;
     let done = sqlx::query(
         "UPDATE pipelines SET node_selector = $1, updated_at = $2, row_version = row_version + 1
@@ -222,15 +222,17 @@ pub async fn get_version(db: &Db, pipeline_id: &str, version: i64) -> Result<Ver
     .ok_or_else(|| ControlError::NotFound(format!("version {version} of pipeline {pipeline_id}")))
 }
 
-/// Refuses when the pipeline has a release in flight.
-pub async fn refuse_if_release_in_flight(db: &Db, pipeline_id: &str, what: &str) -> Result<()> {
-    let in_flight = sqlx::query(
-        "SELECT id FROM releases WHERE pipeline_id = $1 AND status IN ('CANARY_DEPLOYED', 'HEALTH_CHECK')",
-    )
-    .bind(pipeline_id)
-    .fetch_optional(&db.pool)
-    .await?;
-    if in_flight.is_some() {
+/// Refuses when the pipeline has a release in flight; `conn` is the pool, or a transaction
+/// to re-check inside it.
+pub async fn refuse_if_release_in_flight(
+    conn: impl sqlx::AnyExecutor<'_>,
+    pipeline_id: &str,
+    what: &str,
+) -> Result<()> {
+    if crate::releases::in_flight_release(conn, pipeline_id)
+        .await?
+        .is_some()
+    {
         return Err(ControlError::Conflict(format!(
             "cannot {what}: a release is in flight for this pipeline; complete or roll it back first"
         )));
@@ -314,7 +316,7 @@ pub async fn deploy(
     let config = parse_config(config_yaml)?;
     let changelog = parse_changelog(changelog)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
-    refuse_if_release_in_flight(db, pipeline_id, "deploy directly").await?;
+    refuse_if_release_in_flight(&db.pool, pipeline_id, "deploy directly").await?;
     let mut tx = db.pool.begin().await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
     let version = insert_version(&mut tx, pipeline_id, &config, &changelog, actor, now).await?;
@@ -325,17 +327,7 @@ pub async fn deploy(
         .execute(&mut *tx)
         .await?;
     // Re-check inside the transaction: a canary created between our check and now wins.
-    let raced = sqlx::query(
-        "SELECT id FROM releases WHERE pipeline_id = $1 AND status IN ('CANARY_DEPLOYED', 'HEALTH_CHECK')",
-    )
-    .bind(pipeline_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if raced.is_some() {
-        return Err(ControlError::Conflict(
-            "cannot deploy directly: a release is in flight for this pipeline".into(),
-        ));
-    }
+    refuse_if_release_in_flight(&mut *tx, pipeline_id, "deploy directly").await?;
     audit::record(
         &mut tx,
         now,

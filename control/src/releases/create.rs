@@ -113,7 +113,7 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
         ));
     }
     let pipeline = get_pipeline(db, &req.pipeline_id).await?;
-    refuse_if_release_in_flight(db, &pipeline.id, "create a canary").await?;
+    refuse_if_release_in_flight(&db.pool, &pipeline.id, "create a canary").await?;
 
     let snapshot = FleetSnapshot::read(db, &pipeline).await?;
     let release_id = match &req.release_id {
@@ -122,7 +122,8 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
             .map(|u| u.to_string())
             .map_err(|_| ControlError::invalid("releaseId", "must be a UUID"))?,
     };
-    // Every stage's node group must exist now, not only stage 1's.
+    // Every stage's node group must exist now, not only stage 1's; stage 1 opens now.
+    let mut stage_nodes = Vec::new();
     for (i, stage) in plan.stages().iter().enumerate() {
         let field = if planless {
             "canarySelector".to_string()
@@ -136,18 +137,12 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
                 "targets no node of the pipeline's fleet: a canary needs at least one node",
             ));
         }
+        if i == 0 {
+            // A BTreeSet: already in id order.
+            stage_nodes = targets.into_iter().collect();
+        }
     }
     let first = &plan.stages()[0];
-    let field = if planless {
-        "canarySelector"
-    } else {
-        "rolloutPlan.stages[0].selector"
-    };
-    let mut stage_nodes: Vec<String> = snapshot
-        .targets(&release_id, &first.selector, field)?
-        .into_iter()
-        .collect();
-    stage_nodes.sort();
     let deadline = first.bake.deadline_ms(now);
     let stages = vec![StageState {
         index: 0,
