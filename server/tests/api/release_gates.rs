@@ -5,17 +5,14 @@
 use serde_json::json;
 
 use crate::helpers::{TestApp, MINUTE};
-use crate::releases::{details, poll_all, poll_twice, results, served, stage, wave, BAD_CONFIG};
+use crate::releases::{
+    details, poll_all, poll_twice, results, served, stage, two_waves_on_v1, wave, BAD_CONFIG,
+};
 
 #[tokio::test]
 async fn a_failing_error_rate_gate_in_stage_one_rolls_back_without_opening_stage_two() {
     let app = TestApp::spawn().await;
-    let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
-    let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
-    let p = app.create_pipeline("logs", &[]).await;
-    app.deploy(&p.id, "v: 1\n").await;
-    poll_all(&mut [&mut a, &mut b]).await;
-    assert_eq!(served(&[&a, &b], &p.id), [Some(1), Some(1)]);
+    let (mut a, mut b, p) = two_waves_on_v1(&app).await;
 
     let gates = json!([{"healthWindow": {}}, {"errorRate": {"maxPercent": 5}}]);
     let (id, _) = app
@@ -87,12 +84,7 @@ async fn a_failing_error_rate_gate_in_stage_one_rolls_back_without_opening_stage
 #[tokio::test]
 async fn without_auto_rollback_a_failing_gate_holds_in_health_check_and_fencing_stays() {
     let app = TestApp::spawn().await;
-    let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
-    let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
-    let p = app.create_pipeline("logs", &[]).await;
-    app.deploy(&p.id, "v: 1\n").await;
-    poll_all(&mut [&mut a, &mut b]).await;
-    assert_eq!(served(&[&a, &b], &p.id), [Some(1), Some(1)]);
+    let (mut a, mut b, p) = two_waves_on_v1(&app).await;
 
     let gates = json!([{"errorRate": {"maxPercent": 5}}]);
     let (id, _) = app

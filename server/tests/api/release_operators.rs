@@ -4,17 +4,14 @@
 use serde_json::{json, Value};
 
 use crate::helpers::{TestApp, MINUTE};
-use crate::releases::{actions, details, poll_all, poll_twice, results, served, wave};
+use crate::releases::{
+    actions, details, poll_all, poll_twice, results, served, two_waves_on_v1, wave,
+};
 
 #[tokio::test]
 async fn without_auto_advance_a_passing_stage_holds_until_an_operator_advances_then_completes() {
     let app = TestApp::spawn().await;
-    let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
-    let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
-    let p = app.create_pipeline("logs", &[]).await;
-    app.deploy(&p.id, "v: 1\n").await;
-    poll_all(&mut [&mut a, &mut b]).await;
-    assert_eq!(served(&[&a, &b], &p.id), [Some(1), Some(1)]);
+    let (mut a, mut b, p) = two_waves_on_v1(&app).await;
 
     let gates = json!([{"healthWindow": {}}, {"errorRate": {"maxPercent": 5}}]);
     let (id, _) = app

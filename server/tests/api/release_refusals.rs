@@ -6,7 +6,8 @@ use vf_control::fleet;
 
 use crate::helpers::{labels, TestApp};
 use crate::releases::{
-    actions, details, poll_all, poll_twice, results, served, stage, wave, BAD_CONFIG,
+    actions, details, poll_all, poll_twice, results, served, stage, two_waves_on_v1, wave,
+    BAD_CONFIG,
 };
 
 /// What a refused call must leave alone: every version, every release, the deployed version.
@@ -144,12 +145,7 @@ async fn a_second_release_and_a_direct_deploy_are_refused_while_one_is_in_flight
 #[tokio::test]
 async fn a_manual_advance_refused_by_a_failing_gate_changes_nothing_and_never_rolls_back() {
     let app = TestApp::spawn().await;
-    let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
-    let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
-    let p = app.create_pipeline("logs", &[]).await;
-    app.deploy(&p.id, "v: 1\n").await;
-    poll_all(&mut [&mut a, &mut b]).await;
-    assert_eq!(served(&[&a, &b], &p.id), [Some(1), Some(1)]);
+    let (mut a, mut b, p) = two_waves_on_v1(&app).await;
 
     // autoRollbackOnGateFail is on (the default): only the scheduler may roll back.
     let gates = json!([{"errorRate": {"maxPercent": 5}}]);

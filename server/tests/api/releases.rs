@@ -126,6 +126,18 @@ pub fn served(agents: &[&Agent], pipeline_id: &str) -> Vec<Option<i64>> {
         .collect()
 }
 
+/// Two simulated agents labelled `wave=a` and `wave=b`, both running v1 of a new pipeline
+/// `logs`: the starting point of most release scenarios.
+pub async fn two_waves_on_v1(app: &TestApp) -> (Agent, Agent, vf_control::pipelines::PipelineRow) {
+    let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
+    let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
+    let p = app.create_pipeline("logs", &[]).await;
+    app.deploy(&p.id, "v: 1\n").await;
+    poll_all(&mut [&mut a, &mut b]).await;
+    assert_eq!(served(&[&a, &b], &p.id), [Some(1), Some(1)]);
+    (a, b, p)
+}
+
 pub async fn poll_all(agents: &mut [&mut Agent]) {
     for a in agents.iter_mut() {
         a.poll_once().await.unwrap();
