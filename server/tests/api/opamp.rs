@@ -239,16 +239,6 @@ async fn two_stage_canary(app: &TestApp, pipeline_id: &str, config_yaml: &str) -
     .unwrap()
 }
 
-async fn tick_after(app: &TestApp, ms: i64) -> Vec<String> {
-    app.clock.advance_ms(ms);
-    releases::tick(&app.control, app.now())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.decision)
-        .collect()
-}
-
 /// A pipeline `edge-logs` deployed at v1 and two collectors running it: `canary`
 /// (wave=one) and `steady` (wave=two).
 async fn two_collectors_on_v1(app: &TestApp) -> (String, Collector, Collector) {
@@ -793,11 +783,11 @@ async fn after_completion_every_collector_converges_on_the_new_version() {
     let offer = canary.poll(&app).await;
     canary.apply(&app, &offer).await;
 
-    assert_eq!(tick_after(&app, 60_000).await, ["advance"]);
+    assert_eq!(app.decide_after(60_000).await, "advance");
     let offer = steady.poll(&app).await;
     assert_eq!(offered(&offer), config(&[("edge-logs", V2)]));
     steady.apply(&app, &offer).await;
-    assert_eq!(tick_after(&app, 60_000).await, ["complete"]);
+    assert_eq!(app.decide_after(60_000).await, "complete");
     let done = releases::get_release(&app.control.db, &release.id)
         .await
         .unwrap();
@@ -1047,9 +1037,9 @@ async fn the_real_opamp_client_follows_a_staged_rollout() {
     wait_status(&app, &two_node.id, &pipeline.id, 1, "RUNNING").await;
 
     // The bake passes: stage 2 opens for wave=two, then the release completes.
-    assert_eq!(tick_after(&app, 60_000).await, ["advance"]);
+    assert_eq!(app.decide_after(60_000).await, "advance");
     two.wait_applied(V2).await;
-    assert_eq!(tick_after(&app, 60_000).await, ["complete"]);
+    assert_eq!(app.decide_after(60_000).await, "complete");
     let done = releases::get_release(&app.control.db, &release.id)
         .await
         .unwrap();
