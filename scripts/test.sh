@@ -18,7 +18,12 @@ step "clippy (browser side, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "PostgreSQL"
-export VF_TEST_POSTGRES_URL="$(bash scripts/postgres.sh)"
+VF_TEST_POSTGRES_URL="$(bash scripts/postgres.sh | tail -n 1)"
+case "$VF_TEST_POSTGRES_URL" in
+  postgres://*) echo "PostgreSQL ready for tests" ;;
+  *) echo "scripts/postgres.sh did not print a postgres:// URL; stopping" >&2; exit 1 ;;
+esac
+export VF_TEST_POSTGRES_URL
 
 step "cargo test (SQLite and PostgreSQL)"
 cargo test -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app -p edge-client 2>&1 | tee "$log"
