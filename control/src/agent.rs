@@ -4,7 +4,7 @@
 use serde_json::json;
 use vf_agent::protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::delivery::served_pipelines;
 use crate::fleet::{environment_for_enrollment_token, parse_labels, NodeRow, NODE_COLUMNS};
 use crate::ids::{new_id, new_token, sha256_hex, token_hash};
@@ -77,7 +77,7 @@ pub async fn enroll(
         &mut tx,
         now,
         AuditEntry {
-            actor: &format!("node:{node_id}"),
+            actor: &Actor::system(&format!("node:{node_id}")),
             action: "node.enroll",
             target_kind: "node",
             target_id: &node_id,

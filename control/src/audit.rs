@@ -11,10 +11,28 @@ use sqlx::AnyConnection;
 use crate::ids::{new_id, sha256_hex};
 use crate::{sql, Result};
 
+/// Who acted: a signed-in user's email, `token:<name>` for an API token, or the server
+/// itself (`scheduler`, `system`); with the client's IP when a request carried the action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub name: String,
+    pub ip: Option<String>,
+}
+
+impl Actor {
+    /// The server acting on its own (no request, no IP).
+    pub fn system(name: &str) -> Actor {
+        Actor {
+            name: name.to_string(),
+            ip: None,
+        }
+    }
+}
+
 /// One audit entry to append.
 #[derive(Debug, Clone)]
 pub struct AuditEntry<'a> {
-    pub actor: &'a str,
+    pub actor: &'a Actor,
     pub action: &'a str,
     pub target_kind: &'a str,
     pub target_id: &'a str,
@@ -45,13 +63,13 @@ pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -
     let fields = ChainFields {
         id: &id,
         at: now,
-        actor: entry.actor,
+        actor: &entry.actor.name,
         action: entry.action,
         target_kind: entry.target_kind,
         target_id: entry.target_id,
         environment_id: entry.environment_id,
         details: &details,
-        ip: None,
+        ip: entry.actor.ip.as_deref(),
     };
     let hash = chain_hash(&prev_hash, &fields);
     sqlx::query(
@@ -60,13 +78,13 @@ pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -
     )
     .bind(&id)
     .bind(now)
-    .bind(entry.actor)
+    .bind(&entry.actor.name)
     .bind(entry.action)
     .bind(entry.target_kind)
     .bind(entry.target_id)
     .bind(entry.environment_id)
     .bind(&details)
-    .bind(None::<String>)
+    .bind(entry.actor.ip.as_deref())
     .bind(&prev_hash)
     .bind(&hash)
     .execute(conn)

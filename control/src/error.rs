@@ -15,6 +15,15 @@ pub enum ControlError {
     Conflict(String),
     #[error("invalid or revoked token")]
     Unauthorized,
+    /// No session and no API token came with a request that needs one.
+    #[error("sign in, or send an API token as Authorization: Bearer <token>")]
+    SignInRequired,
+    /// Authenticated, but the role held is not enough: the message names role and place.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many failed sign-ins; retry after this many seconds.
+    #[error("too many failed sign-ins; try again in {} minutes", retry_after_secs.div_ceil(60))]
+    TooManyAttempts { retry_after_secs: u64 },
     /// The version the caller saw (If-Match) is not the current one.
     #[error("{0}")]
     PreconditionFailed(String),
@@ -30,7 +39,9 @@ impl ControlError {
     pub fn status_code(&self) -> u16 {
         match self {
             ControlError::Invalid { .. } => 400,
-            ControlError::Unauthorized => 401,
+            ControlError::Unauthorized | ControlError::SignInRequired => 401,
+            ControlError::Forbidden(_) => 403,
+            ControlError::TooManyAttempts { .. } => 429,
             ControlError::NotFound(_) => 404,
             ControlError::Conflict(_) => 409,
             ControlError::PreconditionFailed(_) => 412,

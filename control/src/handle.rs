@@ -12,6 +12,8 @@ pub struct Settings {
     pub poll_interval_ms: i64,
     /// Set when `VF_PROMETHEUS_URL` is: customPromQL gates are available.
     pub prometheus: Option<PromSettings>,
+    /// How long a sign-in lasts, in milliseconds.
+    pub session_ttl_ms: i64,
 }
 
 impl Default for Settings {
@@ -19,6 +21,7 @@ impl Default for Settings {
         Self {
             poll_interval_ms: 5_000,
             prometheus: None,
+            session_ttl_ms: 12 * 60 * 60 * 1000,
         }
     }
 }
@@ -32,6 +35,8 @@ pub struct Control {
     /// Outgoing HTTP (PromQL queries).
     pub http: reqwest::Client,
     pub metrics: crate::metrics::Metrics,
+    /// Failed sign-ins per account and IP.
+    pub login_limiter: Arc<crate::accounts::limiter::LoginLimiter>,
 }
 
 impl Control {
@@ -42,6 +47,7 @@ impl Control {
             settings: Arc::new(settings),
             http: reqwest::Client::new(),
             metrics: crate::metrics::Metrics::default(),
+            login_limiter: Arc::default(),
         }
     }
 

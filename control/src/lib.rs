@@ -2,6 +2,8 @@
 //! the web app do, minus parsing and rendering. Rules (what is allowed, who is served what)
 //! come from `vf-rules`; this crate reads and writes the database around them.
 
+pub mod access;
+pub mod accounts;
 pub mod agent;
 pub mod audit;
 pub mod clock;
@@ -21,6 +23,7 @@ pub mod rolling;
 #[doc(hidden)]
 pub mod testing;
 
+pub use audit::Actor;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::Db;
 pub use error::{ControlError, Result};

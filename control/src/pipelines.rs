@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::fleet::{parse_labels, Labels};
 use crate::ids::{new_id, sha256_hex};
 use crate::{ControlError, Db, Result};
@@ -108,7 +108,7 @@ pub async fn get_pipeline(db: &Db, id: &str) -> Result<PipelineRow> {
 
 pub async fn create_pipeline(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     environment_id: &str,
     name: &str,
     node_selector: Labels,
@@ -161,7 +161,7 @@ pub async fn create_pipeline(
 /// release's fleet was fixed when it started.
 pub async fn set_node_selector(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     pipeline_id: &str,
     node_selector: Labels,
     now: i64,
@@ -307,7 +307,7 @@ pub(crate) async fn insert_version(
 /// version every eligible node converges on. Refused while a release is in flight.
 pub async fn deploy(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     pipeline_id: &str,
     config_yaml: &str,
     changelog: &str,
@@ -319,7 +319,8 @@ pub async fn deploy(
     refuse_if_release_in_flight(&db.pool, pipeline_id, "deploy directly").await?;
     let mut tx = db.pool.begin().await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
-    let version = insert_version(&mut tx, pipeline_id, &config, &changelog, actor, now).await?;
+    let version =
+        insert_version(&mut tx, pipeline_id, &config, &changelog, &actor.name, now).await?;
     sqlx::query("UPDATE pipelines SET deployed_version = $1, updated_at = $2 WHERE id = $3")
         .bind(version)
         .bind(now)

@@ -6,7 +6,7 @@
 use serde_json::json;
 use vf_rolling::{EdgeConfig, Percent, Rollout, RolloutEntry};
 
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::{ControlError, Db, Result};
 
 /// A stored rollout with its row version (the admin API's ETag).
@@ -140,7 +140,7 @@ fn entry_json(e: Option<&RolloutEntry>) -> serde_json::Value {
 /// (setting the global percent of a new name) needs no `if_match`.
 pub async fn apply(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     name: &str,
     change: Change,
     if_match: Option<i64>,

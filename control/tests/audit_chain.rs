@@ -7,23 +7,45 @@
 use std::collections::BTreeMap;
 
 use vf_control::testing::TestDb;
+use vf_control::Actor;
 use vf_control::{audit, fleet, pipelines, Db};
 
 const T0: i64 = 1_700_000_000_000;
 
 async fn tampering_is_detected(db: Db) {
-    let env = fleet::create_environment(&db, "alice", "staging", T0)
+    let env = fleet::create_environment(&db, &Actor::system("alice"), "staging", T0)
         .await
         .unwrap();
-    let p = pipelines::create_pipeline(&db, "alice", &env.id, "logs", BTreeMap::new(), T0)
-        .await
-        .unwrap();
-    pipelines::deploy(&db, "alice", &p.id, "sources: {}\n", "first", T0 + 1)
-        .await
-        .unwrap();
-    pipelines::deploy(&db, "bob", &p.id, "sources: {a: 1}\n", "second", T0 + 2)
-        .await
-        .unwrap();
+    let p = pipelines::create_pipeline(
+        &db,
+        &Actor::system("alice"),
+        &env.id,
+        "logs",
+        BTreeMap::new(),
+        T0,
+    )
+    .await
+    .unwrap();
+    pipelines::deploy(
+        &db,
+        &Actor::system("alice"),
+        &p.id,
+        "sources: {}\n",
+        "first",
+        T0 + 1,
+    )
+    .await
+    .unwrap();
+    pipelines::deploy(
+        &db,
+        &Actor::system("bob"),
+        &p.id,
+        "sources: {a: 1}\n",
+        "second",
+        T0 + 2,
+    )
+    .await
+    .unwrap();
 
     let report = audit::verify(&db).await.unwrap();
     assert_eq!(report.broken, None);
@@ -79,14 +101,14 @@ async fn tampering_with_an_audit_row_is_detected_on_postgres() {
 async fn concurrent_deploys_do_not_fork_the_chain_on_postgres() {
     let t = TestDb::postgres().await;
     let db = t.connect().await;
-    let env = fleet::create_environment(&db, "alice", "prod", T0)
+    let env = fleet::create_environment(&db, &Actor::system("alice"), "prod", T0)
         .await
         .unwrap();
     let mut ids = Vec::new();
     for i in 0..6 {
         let p = pipelines::create_pipeline(
             &db,
-            "alice",
+            &Actor::system("alice"),
             &env.id,
             &format!("p{i}"),
             BTreeMap::new(),
@@ -101,9 +123,16 @@ async fn concurrent_deploys_do_not_fork_the_chain_on_postgres() {
             let db = db.clone();
             let id = id.to_string();
             async move {
-                pipelines::deploy(&db, "alice", &id, "sources: {}\n", "go", T0 + round)
-                    .await
-                    .unwrap()
+                pipelines::deploy(
+                    &db,
+                    &Actor::system("alice"),
+                    &id,
+                    "sources: {}\n",
+                    "go",
+                    T0 + round,
+                )
+                .await
+                .unwrap()
             }
         };
         tokio::join!(

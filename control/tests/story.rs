@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use vf_agent::protocol::{EnrollRequest, Heartbeat, PipelineReport};
 use vf_control::testing::TestDb;
+use vf_control::Actor;
 use vf_control::{agent, audit, fleet, heartbeat, pipelines, ControlError, Db};
 
 const T0: i64 = 1_700_000_000_000;
@@ -39,13 +40,26 @@ async fn story(db: Db) {
         env
     );
     let token = "bootstrap-token-0123456789";
-    fleet::create_enrollment_token(&db, "system", &env.id, Some(token), "boot", T0)
-        .await
-        .unwrap();
-    let (_, again) =
-        fleet::create_enrollment_token(&db, "system", &env.id, Some(token), "boot", T0)
-            .await
-            .unwrap();
+    fleet::create_enrollment_token(
+        &db,
+        &Actor::system("system"),
+        &env.id,
+        Some(token),
+        "boot",
+        T0,
+    )
+    .await
+    .unwrap();
+    let (_, again) = fleet::create_enrollment_token(
+        &db,
+        &Actor::system("system"),
+        &env.id,
+        Some(token),
+        "boot",
+        T0,
+    )
+    .await
+    .unwrap();
     assert!(again.is_none(), "the same bootstrap token registers once");
 
     // Enrollment: a wrong token is refused, a right one yields a node token stored hashed.
@@ -93,7 +107,7 @@ async fn story(db: Db) {
     // A pipeline for edge nodes only, deployed twice: versions are numbered 1, 2.
     let p = pipelines::create_pipeline(
         &db,
-        "alice",
+        &Actor::system("alice"),
         &env.id,
         "logs",
         labels(&[("tier", "edge")]),
@@ -103,12 +117,26 @@ async fn story(db: Db) {
     .unwrap();
     let (doc, etag_before, _) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
     assert!(doc.pipelines.is_empty(), "nothing deployed yet");
-    let v1 = pipelines::deploy(&db, "alice", &p.id, "sources: {}\n", "first", T0)
-        .await
-        .unwrap();
-    let v2 = pipelines::deploy(&db, "alice", &p.id, "sources: {a: 1}\n", "second", T0 + 1)
-        .await
-        .unwrap();
+    let v1 = pipelines::deploy(
+        &db,
+        &Actor::system("alice"),
+        &p.id,
+        "sources: {}\n",
+        "first",
+        T0,
+    )
+    .await
+    .unwrap();
+    let v2 = pipelines::deploy(
+        &db,
+        &Actor::system("alice"),
+        &p.id,
+        "sources: {a: 1}\n",
+        "second",
+        T0 + 1,
+    )
+    .await
+    .unwrap();
     assert_eq!((v1.version, v2.version), (1, 2));
     let (doc, etag_after, kinds) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
     assert_eq!(doc.pipelines.len(), 1);
@@ -122,14 +150,20 @@ async fn story(db: Db) {
         .any(|l| l.op == '+' && l.text == "sources: {a: 1}"));
 
     // Operator labels win over reported ones: relabelled, the node leaves the selector.
-    fleet::set_operator_labels(&db, "alice", &node.id, labels(&[("tier", "core")]), T0)
-        .await
-        .unwrap();
+    fleet::set_operator_labels(
+        &db,
+        &Actor::system("alice"),
+        &node.id,
+        labels(&[("tier", "core")]),
+        T0,
+    )
+    .await
+    .unwrap();
     let node = fleet::get_node(&db, &node.id).await.unwrap();
     let (doc, _, kinds) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
     assert!(doc.pipelines.is_empty());
     assert_eq!(kinds, vec!["not_selected"]);
-    fleet::set_operator_labels(&db, "alice", &node.id, BTreeMap::new(), T0)
+    fleet::set_operator_labels(&db, &Actor::system("alice"), &node.id, BTreeMap::new(), T0)
         .await
         .unwrap();
     let node = fleet::get_node(&db, &node.id).await.unwrap();
@@ -193,7 +227,7 @@ async fn story(db: Db) {
     // Node groups are criteria, not membership.
     let g = fleet::create_node_group(
         &db,
-        "alice",
+        &Actor::system("alice"),
         &env.id,
         "edge",
         labels(&[("tier", "edge")]),
@@ -202,7 +236,15 @@ async fn story(db: Db) {
     .await
     .unwrap();
     assert_eq!(g.criteria(), labels(&[("tier", "edge")]));
-    let dup = fleet::create_node_group(&db, "alice", &env.id, "edge", BTreeMap::new(), T0).await;
+    let dup = fleet::create_node_group(
+        &db,
+        &Actor::system("alice"),
+        &env.id,
+        "edge",
+        BTreeMap::new(),
+        T0,
+    )
+    .await;
     assert!(matches!(dup, Err(ControlError::Conflict(_))));
 
     // Every change is attributable.

@@ -44,8 +44,21 @@ pub struct Config {
     /// How often the scheduler ticks; `None` (0) turns the loop off (tests step it).
     pub scheduler_interval_ms: Option<u64>,
     pub prometheus: Option<PromSettings>,
-    /// Read-only token for `GET /api/edge-config`; unset: the document is public.
+    /// Registered on start as a read-only token for `GET /api/edge-config`.
     pub edge_config_token: Option<String>,
+    /// The first admin, created on a first start (no users yet).
+    pub admin_email: Option<String>,
+    pub admin_password: Option<String>,
+    /// Registered on start as an admin API token for every environment (automation, e2e).
+    pub bootstrap_api_token: Option<String>,
+    /// How long a sign-in lasts.
+    pub session_ttl_ms: i64,
+    /// Where operators reach the server (`https://...` marks session cookies Secure; the
+    /// first start's setup link uses it).
+    pub public_url: Option<String>,
+    /// A header set by a trusted reverse proxy that carries the client's address
+    /// (`X-Forwarded-For`: its last entry is used); unset: the TCP peer.
+    pub client_ip_header: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -65,8 +78,20 @@ impl std::fmt::Debug for Config {
                     .as_ref()
                     .map(|_| "<redacted>"),
             )
+            .field("prometheus", &self.prometheus)
+            .field("edge_config_token", &redacted(&self.edge_config_token))
+            .field("admin_email", &self.admin_email)
+            .field("admin_password", &redacted(&self.admin_password))
+            .field("bootstrap_api_token", &redacted(&self.bootstrap_api_token))
+            .field("session_ttl_ms", &self.session_ttl_ms)
+            .field("public_url", &self.public_url)
+            .field("client_ip_header", &self.client_ip_header)
             .finish()
     }
+}
+
+fn redacted(secret: &Option<String>) -> Option<&'static str> {
+    secret.as_ref().map(|_| "<redacted>")
 }
 
 /// `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`.
@@ -80,6 +105,14 @@ pub fn redact_url(url: &str) -> String {
     match creds.split_once(':') {
         Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
         None => url.to_string(),
+    }
+}
+
+/// A service-layer validation message without its field name (the variable replaces it).
+fn strip_field(e: &vf_control::ControlError) -> String {
+    match e {
+        vf_control::ControlError::Invalid { message, .. } => message.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -213,6 +246,58 @@ impl Config {
                 "must be at least 16 characters",
             ));
         }
+        let admin_email = get("VF_ADMIN_EMAIL");
+        let admin_password = get("VF_ADMIN_PASSWORD");
+        match (&admin_email, &admin_password) {
+            (Some(email), Some(password)) => {
+                vf_control::accounts::normalize_email("VF_ADMIN_EMAIL", email)
+                    .map_err(|e| err("VF_ADMIN_EMAIL", strip_field(&e)))?;
+                vf_control::accounts::passwords::validate("VF_ADMIN_PASSWORD", password)
+                    .map_err(|e| err("VF_ADMIN_PASSWORD", strip_field(&e)))?;
+            }
+            (Some(_), None) => {
+                return Err(err(
+                    "VF_ADMIN_PASSWORD",
+                    "must be set together with VF_ADMIN_EMAIL",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(err(
+                    "VF_ADMIN_EMAIL",
+                    "must be set together with VF_ADMIN_PASSWORD",
+                ))
+            }
+            (None, None) => {}
+        }
+        let bootstrap_api_token = get("VF_BOOTSTRAP_API_TOKEN");
+        if bootstrap_api_token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err(err(
+                "VF_BOOTSTRAP_API_TOKEN",
+                "must be at least 16 characters",
+            ));
+        }
+        let session_ttl_hours = parse_int(
+            "VF_SESSION_TTL_HOURS",
+            get("VF_SESSION_TTL_HOURS"),
+            12,
+            1,
+            720,
+        )?;
+        let public_url = get("VF_PUBLIC_URL").map(|u| u.trim_end_matches('/').to_string());
+        if let Some(u) = &public_url {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(err("VF_PUBLIC_URL", "must start with http:// or https://"));
+            }
+        }
+        let client_ip_header = get("VF_CLIENT_IP_HEADER");
+        if let Some(h) = &client_ip_header {
+            if axum::http::HeaderName::from_bytes(h.trim().as_bytes()).is_err() {
+                return Err(err(
+                    "VF_CLIENT_IP_HEADER",
+                    format!("{h:?} is not a header name"),
+                ));
+            }
+        }
         Ok(Config {
             database_url,
             addr,
@@ -229,6 +314,12 @@ impl Config {
                 .then_some(scheduler_interval_ms as u64),
             prometheus,
             edge_config_token,
+            admin_email,
+            admin_password,
+            bootstrap_api_token,
+            session_ttl_ms: session_ttl_hours * 60 * 60 * 1000,
+            public_url,
+            client_ip_header: client_ip_header.map(|h| h.trim().to_string()),
         })
     }
 
@@ -337,5 +428,49 @@ mod tests {
         assert!(!shown.contains("hunter2secret"), "{shown}");
         assert!(!shown.contains("enroll-secret-value-123"), "{shown}");
         assert!(shown.contains("postgres://vf:<redacted>@db/vf"));
+    }
+
+    #[test]
+    fn debug_output_redacts_the_admin_password_api_edge_and_prometheus_tokens() {
+        let c = Config::from_vars(vars(&[
+            ("VF_ADMIN_EMAIL", "ops@example.com"),
+            ("VF_ADMIN_PASSWORD", "admin-secret-password"),
+            ("VF_BOOTSTRAP_API_TOKEN", "api-secret-token-value"),
+            ("VF_EDGE_CONFIG_TOKEN", "edge-secret-token-value"),
+            ("VF_PROMETHEUS_URL", "http://127.0.0.1:9090"),
+            ("VF_PROMETHEUS_BEARER_TOKEN", "prom-secret-token"),
+        ]))
+        .unwrap();
+        let shown = format!("{c:?}");
+        for secret in [
+            "admin-secret-password",
+            "api-secret-token-value",
+            "edge-secret-token-value",
+            "prom-secret-token",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("ops@example.com"));
+    }
+
+    #[test]
+    fn admin_credentials_come_in_pairs_and_are_checked_naming_the_variable() {
+        let e = Config::from_vars(vars(&[("VF_ADMIN_EMAIL", "ops@example.com")])).unwrap_err();
+        assert_eq!(e.var, "VF_ADMIN_PASSWORD");
+        let e = Config::from_vars(vars(&[
+            ("VF_ADMIN_EMAIL", "ops@example.com"),
+            ("VF_ADMIN_PASSWORD", "short"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "VF_ADMIN_PASSWORD: must be at least 10 characters"
+        );
+        let e = Config::from_vars(vars(&[
+            ("VF_ADMIN_EMAIL", "not-an-email"),
+            ("VF_ADMIN_PASSWORD", "long enough password"),
+        ]))
+        .unwrap_err();
+        assert_eq!(e.var, "VF_ADMIN_EMAIL");
     }
 }

@@ -1,6 +1,7 @@
 //! VectorFlow's server: the web app, the agent protocol and (later) the scheduler, as a
 //! library so tests start it on port 0 with their own database.
 
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod routes;

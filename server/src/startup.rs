@@ -20,9 +20,13 @@ use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use vf_control::{fleet, Clock, Control, Db, Settings, SystemClock};
 
+use crate::auth::{self, AuthSettings};
 use crate::config::Config;
 use crate::routes;
+use vf_control::access::{Role, ALL_ENVIRONMENTS};
+use vf_control::accounts::{self, TokenRole};
 use vf_control::metrics::{Metrics, RouteLabels};
+use vf_control::Actor;
 
 /// Shared state of every handler.
 #[derive(Clone)]
@@ -30,8 +34,7 @@ pub struct AppState {
     pub control: Control,
     pub metrics: Metrics,
     pub leptos_options: LeptosOptions,
-    /// sha256 of `VF_EDGE_CONFIG_TOKEN`, when set.
-    pub edge_token_hash: Option<String>,
+    pub auth: Arc<AuthSettings>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -66,6 +69,7 @@ pub async fn build_with_clock(
         Settings {
             poll_interval_ms: config.poll_interval_ms,
             prometheus: config.prometheus.clone(),
+            session_ttl_ms: config.session_ttl_ms,
         },
     );
     bootstrap(&control, &config).await?;
@@ -84,11 +88,19 @@ pub async fn build_with_clock(
         control: control.clone(),
         metrics: control.metrics.clone(),
         leptos_options: leptos_options.clone(),
-        edge_token_hash: config
-            .edge_config_token
-            .as_deref()
-            .map(vf_control::ids::token_hash),
+        auth: Arc::new(AuthSettings {
+            secure_cookies: config
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")),
+            client_ip_header: config
+                .client_ip_header
+                .as_deref()
+                .and_then(|h| axum::http::HeaderName::from_bytes(h.as_bytes()).ok()),
+            public_origin: config.public_url.clone(),
+        }),
     };
+    first_admin(&control, &config, addr).await?;
     let router = router(state, &config);
     Ok(Application {
         listener,
@@ -99,9 +111,40 @@ pub async fn build_with_clock(
     })
 }
 
-/// Creates the bootstrap environment and enrollment token (idempotent), so agents can enroll
-/// without anyone clicking.
+/// Registers the bootstrap tokens (idempotent: the same values register once), then
+/// creates the bootstrap environment and enrollment token, so agents can enroll and
+/// automation can act without anyone clicking.
 async fn bootstrap(control: &Control, config: &Config) -> anyhow::Result<()> {
+    let system = Actor::system("system");
+    let tokens = [
+        (
+            &config.bootstrap_api_token,
+            "bootstrap",
+            TokenRole::Role(Role::Admin),
+            "VF_BOOTSTRAP_API_TOKEN",
+        ),
+        (
+            &config.edge_config_token,
+            "edge-config",
+            TokenRole::EdgeConfig,
+            "VF_EDGE_CONFIG_TOKEN",
+        ),
+    ];
+    for (value, name, role, var) in tokens {
+        if let Some(value) = value {
+            accounts::create_api_token(
+                &control.db,
+                &system,
+                name,
+                ALL_ENVIRONMENTS,
+                role,
+                Some(value),
+                control.now(),
+            )
+            .await
+            .with_context(|| format!("registering {var}"))?;
+        }
+    }
     let Some(name) = &config.bootstrap_environment else {
         return Ok(());
     };
@@ -111,7 +154,7 @@ async fn bootstrap(control: &Control, config: &Config) -> anyhow::Result<()> {
     if let Some(token) = &config.bootstrap_enrollment_token {
         fleet::create_enrollment_token(
             &control.db,
-            "system",
+            &system,
             &env.id,
             Some(token),
             "bootstrap",
@@ -121,6 +164,32 @@ async fn bootstrap(control: &Control, config: &Config) -> anyhow::Result<()> {
         .context("registering VF_BOOTSTRAP_ENROLLMENT_TOKEN")?;
     }
     tracing::info!(environment = env.name, "bootstrap environment ready");
+    Ok(())
+}
+
+/// A first start (no users) creates the admin from `VF_ADMIN_EMAIL` / `VF_ADMIN_PASSWORD`,
+/// or logs a one-time setup link that creates one.
+async fn first_admin(control: &Control, config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
+    if let (Some(email), Some(password)) = (&config.admin_email, &config.admin_password) {
+        if accounts::bootstrap_admin(&control.db, email, password, control.now())
+            .await
+            .context("creating the VF_ADMIN_EMAIL admin")?
+        {
+            tracing::info!(email, "first start: created the admin from VF_ADMIN_EMAIL");
+        }
+        return Ok(());
+    }
+    if let Some(token) = accounts::prepare_setup(&control.db, control.now()).await? {
+        let base = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"));
+        // The one secret this server ever logs, by design: it works once, for a day, and
+        // only while no user exists.
+        tracing::warn!(
+            "no users yet: open {base}/setup?token={token} to create the first admin (valid 24 h, once)"
+        );
+    }
     Ok(())
 }
 
@@ -164,6 +233,7 @@ fn router(state: AppState, config: &Config) -> Router {
         .merge(routes::health::router())
         .merge(routes::opamp::router(config, &state))
         .merge(routes::edge::router())
+        .merge(auth::router())
         .leptos_routes_with_context(
             &state,
             routes,
@@ -177,6 +247,14 @@ fn router(state: AppState, config: &Config) -> Router {
             app::shell,
         ))
         .layer(middleware::from_fn(server_fn_input_errors_are_400))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_cross_site,
+        ))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
 }

@@ -49,7 +49,8 @@ pub struct AuditVerifyView {
 #[server(endpoint = "audit.list", input = Json)]
 pub async fn list_audit(query: AuditQuery) -> Result<Vec<AuditEventView>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Global).await?;
     let limit = query.limit.unwrap_or(100);
     if !(1..=vf_control::audit::MAX_LIST).contains(&limit) {
         return Err(fail(vf_control::ControlError::invalid(
@@ -88,7 +89,8 @@ pub async fn list_audit(query: AuditQuery) -> Result<Vec<AuditEventView>, Server
 #[server(endpoint = "audit.verify", input = Json)]
 pub async fn verify_audit() -> Result<AuditVerifyView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Global).await?;
     let report = vf_control::audit::verify(&ctl.db).await.map_err(fail)?;
     Ok(AuditVerifyView {
         events: i64::try_from(report.events).unwrap_or(i64::MAX),

@@ -22,7 +22,8 @@ fn view_of(s: vf_control::rolling::StoredRollout) -> RollingView {
 pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
     use super::server::*;
     use crate::types::RollingChange;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Global).await?;
     let doc = vf_control::rolling::edge_config(&ctl.db)
         .await
         .map_err(fail)?;
@@ -58,8 +59,9 @@ pub async fn set_rollout_percent(
     #[server(default)] row_version: Option<i64>,
 ) -> Result<RollingView, ServerFnError> {
     use super::server::*;
+    use vf_control::access::{Role, Target};
     use vf_control::rolling::{apply, parse_percent, Change};
-    let ctl = control()?;
+    let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
     let p = parse_percent(&serde_json::json!(percent)).map_err(fail)?;
     let change = match org.filter(|o| !o.trim().is_empty()) {
         Some(o) => Change::SetOrg(o.trim().to_string(), p),
@@ -67,7 +69,7 @@ pub async fn set_rollout_percent(
     };
     let s = apply(
         &ctl.db,
-        &actor(),
+        &g.actor,
         name.trim(),
         change,
         row_version,
@@ -85,11 +87,12 @@ pub async fn remove_org_override(
     row_version: i64,
 ) -> Result<RollingView, ServerFnError> {
     use super::server::*;
+    use vf_control::access::{Role, Target};
     use vf_control::rolling::{apply, Change};
-    let ctl = control()?;
+    let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
     let s = apply(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &name,
         Change::RemoveOrg(org),
         Some(row_version),
@@ -103,11 +106,12 @@ pub async fn remove_org_override(
 #[server(endpoint = "admin.rollout.delete", input = Json)]
 pub async fn delete_rollout(name: String, row_version: i64) -> Result<RollingView, ServerFnError> {
     use super::server::*;
+    use vf_control::access::{Role, Target};
     use vf_control::rolling::{apply, Change};
-    let ctl = control()?;
+    let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
     let s = apply(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &name,
         Change::Delete,
         Some(row_version),

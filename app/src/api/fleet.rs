@@ -10,12 +10,17 @@ use crate::types::{NodePipelineView, NodeView};
 #[server(endpoint = "environment.list", input = Json)]
 pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> {
     use super::server::*;
+    use vf_control::access::{Role, Target};
+    authorize(Role::Viewer, Target::Any).await?;
     let ctl = control()?;
+    let me = principal();
     let envs = vf_control::fleet::list_environments(&ctl.db)
         .await
         .map_err(fail)?;
+    // Only the environments the caller holds a role in.
     Ok(envs
         .into_iter()
+        .filter(|e| me.as_ref().is_some_and(|p| p.role_in(&e.id).is_some()))
         .map(|e| EnvironmentView {
             id: e.id,
             name: e.name,
@@ -26,8 +31,9 @@ pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> 
 #[server(endpoint = "environment.create", input = Json)]
 pub async fn create_environment(name: String) -> Result<EnvironmentView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    let e = vf_control::fleet::create_environment(&ctl.db, &actor(), &name, ctl.now())
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
+    let e = vf_control::fleet::create_environment(&ctl.db, &g.actor, &name, ctl.now())
         .await
         .map_err(fail)?;
     Ok(EnvironmentView {
@@ -41,7 +47,8 @@ pub async fn list_enrollment_tokens(
     environment_id: String,
 ) -> Result<Vec<TokenView>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Admin, Target::Environment(&environment_id)).await?;
     let rows = vf_control::fleet::list_enrollment_tokens(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
@@ -64,13 +71,14 @@ pub async fn create_enrollment_token(
     label: String,
 ) -> Result<String, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Admin, Target::Environment(&environment_id)).await?;
     vf_control::fleet::get_environment(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
     let (_, token) = vf_control::fleet::create_enrollment_token(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &environment_id,
         None,
         label.trim(),
@@ -84,7 +92,8 @@ pub async fn create_enrollment_token(
 #[server(endpoint = "fleet.nodes", input = Json)]
 pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Environment(&environment_id)).await?;
     let now = ctl.now();
     let names: std::collections::HashMap<String, String> =
         vf_control::pipelines::list_pipelines(&ctl.db, &environment_id)
@@ -133,8 +142,9 @@ pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnEr
 #[server(endpoint = "fleet.node.labels", input = Json)]
 pub async fn set_node_labels(node_id: String, labels: Labels) -> Result<(), ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    vf_control::fleet::set_operator_labels(&ctl.db, &actor(), &node_id, labels, ctl.now())
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Node(&node_id)).await?;
+    vf_control::fleet::set_operator_labels(&ctl.db, &g.actor, &node_id, labels, ctl.now())
         .await
         .map_err(fail)?;
     Ok(())
@@ -143,7 +153,8 @@ pub async fn set_node_labels(node_id: String, labels: Labels) -> Result<(), Serv
 #[server(endpoint = "fleet.groups", input = Json)]
 pub async fn list_node_groups(environment_id: String) -> Result<Vec<GroupView>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Environment(&environment_id)).await?;
     let groups = vf_control::fleet::list_node_groups(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
@@ -176,10 +187,11 @@ pub async fn create_node_group(
     criteria: Labels,
 ) -> Result<(), ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Environment(&environment_id)).await?;
     vf_control::fleet::create_node_group(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &environment_id,
         &name,
         criteria,
@@ -193,8 +205,9 @@ pub async fn create_node_group(
 #[server(endpoint = "fleet.group.delete", input = Json)]
 pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    vf_control::fleet::delete_node_group(&ctl.db, &actor(), &id, ctl.now())
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Group(&id)).await?;
+    vf_control::fleet::delete_node_group(&ctl.db, &g.actor, &id, ctl.now())
         .await
         .map_err(fail)?;
     Ok(())
@@ -204,8 +217,9 @@ pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
 #[server(endpoint = "environment.token.revoke", input = Json)]
 pub async fn revoke_enrollment_token(token_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    vf_control::fleet::revoke_enrollment_token(&ctl.db, &actor(), &token_id, ctl.now())
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Admin, Target::EnrollmentToken(&token_id)).await?;
+    vf_control::fleet::revoke_enrollment_token(&ctl.db, &g.actor, &token_id, ctl.now())
         .await
         .map_err(fail)?;
     Ok(())
@@ -215,8 +229,9 @@ pub async fn revoke_enrollment_token(token_id: String) -> Result<(), ServerFnErr
 #[server(endpoint = "fleet.node.revoke", input = Json)]
 pub async fn revoke_node(node_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    vf_control::fleet::revoke_node(&ctl.db, &actor(), &node_id, ctl.now())
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Admin, Target::Node(&node_id)).await?;
+    vf_control::fleet::revoke_node(&ctl.db, &g.actor, &node_id, ctl.now())
         .await
         .map_err(fail)?;
     Ok(())

@@ -2,6 +2,7 @@
 //! JSON at `/api/<endpoint>`); each function authenticates, parses, calls `vf-control`, and
 //! maps errors once.
 
+pub mod accounts;
 pub mod audit;
 pub mod edge;
 pub mod fleet;

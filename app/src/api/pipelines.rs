@@ -33,7 +33,8 @@ fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
 #[server(endpoint = "pipeline.list", input = Json)]
 pub async fn list_pipelines(environment_id: String) -> Result<Vec<PipelineSummary>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Environment(&environment_id)).await?;
     let rows = vf_control::pipelines::list_pipelines(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
@@ -47,10 +48,11 @@ pub async fn create_pipeline(
     node_selector: Labels,
 ) -> Result<PipelineSummary, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Environment(&environment_id)).await?;
     let row = vf_control::pipelines::create_pipeline(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &environment_id,
         &name,
         node_selector,
@@ -65,8 +67,9 @@ pub async fn create_pipeline(
 pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
     use super::server::*;
     use crate::types::{EnvironmentView, PipelineNodeView};
+    use vf_control::access::{Role, Target};
     use vf_control::{delivery, fleet, pipelines};
-    let ctl = control()?;
+    let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&id)).await?;
     let p = pipelines::get_pipeline(&ctl.db, &id).await.map_err(fail)?;
     let env = fleet::get_environment(&ctl.db, &p.environment_id)
         .await
@@ -127,7 +130,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .map_err(fail)?
         .into_iter()
         .next()
-        .map(|r| crate::api::releases::release_view(r, ctl.now()));
+        .map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
     Ok(PipelineDetail {
         groups,
         prometheus_configured: ctl.settings.prometheus.is_some(),
@@ -146,7 +149,8 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
 #[server(endpoint = "pipeline.version.config", input = Json)]
 pub async fn version_config(pipeline_id: String, version: i64) -> Result<String, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
     let v = vf_control::pipelines::get_version(&ctl.db, &pipeline_id, version)
         .await
         .map_err(fail)?;
@@ -161,10 +165,11 @@ pub async fn deploy_pipeline(
     changelog: String,
 ) -> Result<VersionView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Pipeline(&pipeline_id)).await?;
     let v = vf_control::pipelines::deploy(
         &ctl.db,
-        &actor(),
+        &g.actor,
         &pipeline_id,
         &config_yaml,
         &changelog,
@@ -183,7 +188,8 @@ pub async fn diff_versions(
     #[server(default)] to: Option<i64>,
 ) -> Result<DiffView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
     let versions: Vec<i64> = vf_control::pipelines::list_versions(&ctl.db, &pipeline_id)
         .await
         .map_err(fail)?

@@ -6,8 +6,14 @@ use leptos::server_fn::codec::Json;
 
 use crate::types::{ReleaseHistoryItem, ReleaseView, StageSeries};
 
+/// The release as `granted` may see it: `allowed_actions` keeps only the actions the state
+/// allows *and* the caller's role may take, so pages show exactly the buttons that work.
 #[cfg(feature = "ssr")]
-pub(crate) fn release_view(r: vf_control::releases::ReleaseRow, now: i64) -> ReleaseView {
+pub(crate) fn release_view(
+    r: vf_control::releases::ReleaseRow,
+    now: i64,
+    granted: &vf_control::access::Granted,
+) -> ReleaseView {
     use crate::types::{EvaluationView, StageView};
     let plan_json: serde_json::Value = r
         .plan
@@ -20,6 +26,10 @@ pub(crate) fn release_view(r: vf_control::releases::ReleaseRow, now: i64) -> Rel
     let allowed_actions =
         vf_rules::allowed_actions(r.status(), index, stage_count, r.is_planless())
             .into_iter()
+            .filter(|a| {
+                vf_control::access::role_for_release_action(*a, &r.created_by, &granted.actor.name)
+                    <= granted.role
+            })
             .map(|a| format!("{a:?}").to_lowercase())
             .collect();
     ReleaseView {
@@ -82,7 +92,8 @@ pub async fn create_canary(
     #[server(default)] release_id: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Editor, Target::Pipeline(&pipeline_id)).await?;
     let req = vf_control::releases::CanaryRequest {
         pipeline_id,
         config_yaml,
@@ -92,49 +103,60 @@ pub async fn create_canary(
         health_check_window_minutes,
         release_id,
     };
-    let r = vf_control::releases::create_canary(&ctl, &actor(), req)
+    let r = vf_control::releases::create_canary(&ctl, &g.actor, req)
         .await
         .map_err(fail)?;
-    Ok(release_view(r, ctl.now()))
+    Ok(release_view(r, ctl.now(), &g))
 }
 
 /// A fresh release id: the deploy dialog previews percentage stages with it (ranking
 /// depends on the release id) and passes it to `release.canary.create`.
 #[server(endpoint = "release.new_id", input = Json)]
 pub async fn new_release_id() -> Result<String, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    authorize(Role::Viewer, Target::Any).await?;
     Ok(vf_control::ids::new_id())
 }
 
 #[server(endpoint = "release.canary.get", input = Json)]
 pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
     let r = vf_control::releases::get_release(&ctl.db, &release_id)
         .await
         .map_err(fail)?;
-    Ok(release_view(r, ctl.now()))
+    Ok(release_view(r, ctl.now(), &g))
 }
 
 /// A pipeline's releases, newest first.
 #[server(endpoint = "release.list", input = Json)]
 pub async fn list_releases(pipeline_id: String) -> Result<Vec<ReleaseView>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
     let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
         .await
         .map_err(fail)?;
     let now = ctl.now();
-    Ok(rows.into_iter().map(|r| release_view(r, now)).collect())
+    Ok(rows.into_iter().map(|r| release_view(r, now, &g)).collect())
 }
 
 #[cfg(feature = "ssr")]
 async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
-    let r = vf_control::releases::act(&ctl, &actor(), &release_id, action)
+    use vf_control::access::{self, role_for_release_action, Role, Target};
+    let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
+    let release = vf_control::releases::get_release(&ctl.db, &release_id)
         .await
         .map_err(fail)?;
-    Ok(release_view(r, ctl.now()))
+    let need = role_for_release_action(action, &release.created_by, &g.actor.name);
+    access::check(Some(g.role), need, "this release's environment").map_err(fail)?;
+    let r = vf_control::releases::act(&ctl, &g.actor, &release_id, action)
+        .await
+        .map_err(fail)?;
+    Ok(release_view(r, ctl.now(), &g))
 }
 
 /// Re-evaluates the current stage's gates and starts the next stage; refuses (409, with the
@@ -188,7 +210,8 @@ async fn series_of(
 #[server(endpoint = "release.series", input = Json)]
 pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
     let r = vf_control::releases::get_release(&ctl.db, &release_id)
         .await
         .map_err(fail)?;
@@ -201,7 +224,8 @@ pub async fn release_history(
     pipeline_id: String,
 ) -> Result<Vec<ReleaseHistoryItem>, ServerFnError> {
     use super::server::*;
-    let ctl = control()?;
+    use vf_control::access::{Role, Target};
+    let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
     let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
         .await
         .map_err(fail)?;
@@ -209,7 +233,7 @@ pub async fn release_history(
     for r in rows {
         let series = series_of(&ctl, &r).await?;
         out.push(ReleaseHistoryItem {
-            release: release_view(r, ctl.now()),
+            release: release_view(r, ctl.now(), &g),
             series,
         });
     }

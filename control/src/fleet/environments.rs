@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::ids::{new_id, new_token, token_hash, token_prefix};
 use crate::{ControlError, Db, Result};
 
@@ -68,7 +68,12 @@ async fn find_environment_by_name(db: &Db, name: &str) -> Result<Option<Environm
 }
 
 /// Creates an environment; a taken name is a conflict.
-pub async fn create_environment(db: &Db, actor: &str, name: &str, now: i64) -> Result<Environment> {
+pub async fn create_environment(
+    db: &Db,
+    actor: &Actor,
+    name: &str,
+    now: i64,
+) -> Result<Environment> {
     let name = parse_environment_name(name)?;
     if find_environment_by_name(db, &name).await?.is_some() {
         return Err(ControlError::Conflict(format!(
@@ -110,7 +115,7 @@ pub async fn ensure_environment(db: &Db, name: &str, now: i64) -> Result<Environ
     if let Some(env) = find_environment_by_name(db, &name).await? {
         return Ok(env);
     }
-    match create_environment(db, "system", &name, now).await {
+    match create_environment(db, &Actor::system("system"), &name, now).await {
         // Another replica created it between our read and our write.
         Err(ControlError::Conflict(_)) | Err(ControlError::Internal(_)) => {
             find_environment_by_name(db, &name)
@@ -126,7 +131,7 @@ pub async fn ensure_environment(db: &Db, name: &str, now: i64) -> Result<Environ
 /// which is never retrievable again.
 pub async fn create_enrollment_token(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     environment_id: &str,
     token: Option<&str>,
     label: &str,
@@ -224,7 +229,12 @@ pub async fn environment_for_enrollment_token(db: &Db, token: &str) -> Result<En
 
 /// Revokes an enrollment token: agents can no longer enroll with it (nodes already enrolled
 /// keep their own node tokens).
-pub async fn revoke_enrollment_token(db: &Db, actor: &str, token_id: &str, now: i64) -> Result<()> {
+pub async fn revoke_enrollment_token(
+    db: &Db,
+    actor: &Actor,
+    token_id: &str,
+    now: i64,
+) -> Result<()> {
     let row = sqlx::query_as::<_, EnrollmentTokenRow>(
         "SELECT id, environment_id, prefix, label, created_at, revoked_at
          FROM enrollment_tokens WHERE id = $1",

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::labels::{self, parse_labels, Labels};
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::ids::new_id;
 use crate::{ControlError, Db, Result};
 
@@ -45,7 +45,7 @@ pub async fn get_node_group(db: &Db, id: &str) -> Result<NodeGroupRow> {
 
 pub async fn create_node_group(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     environment_id: &str,
     name: &str,
     criteria: Labels,
@@ -104,7 +104,7 @@ pub async fn create_node_group(
 
 /// Deletes a node group; refused while an in-flight release's plan names it (its later
 /// stages could not select their nodes).
-pub async fn delete_node_group(db: &Db, actor: &str, id: &str, now: i64) -> Result<()> {
+pub async fn delete_node_group(db: &Db, actor: &Actor, id: &str, now: i64) -> Result<()> {
     let row = get_node_group(db, id).await?;
     let plans: Vec<(String, Option<String>)> = sqlx::query_as(
         "SELECT r.id, r.plan FROM releases r JOIN pipelines p ON p.id = r.pipeline_id

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::labels::{self, parse_labels, Labels};
 use super::status::{derive_status, NodeStatus};
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::{ControlError, Db, Result};
 
 /// A node as stored.
@@ -152,7 +152,7 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
 /// Operators set labels that win over what the agent reports.
 pub async fn set_operator_labels(
     db: &Db,
-    actor: &str,
+    actor: &Actor,
     node_id: &str,
     labels: Labels,
     now: i64,
@@ -184,7 +184,7 @@ pub async fn set_operator_labels(
 
 /// Revokes a node: its token stops working at once (the next poll gets 401) and it leaves
 /// the fleet view and every release's fleet.
-pub async fn revoke_node(db: &Db, actor: &str, node_id: &str, now: i64) -> Result<()> {
+pub async fn revoke_node(db: &Db, actor: &Actor, node_id: &str, now: i64) -> Result<()> {
     let node = get_node(db, node_id).await?;
     if node.revoked_at.is_some() {
         return Err(ControlError::Conflict(

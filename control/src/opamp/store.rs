@@ -7,7 +7,7 @@ use serde_json::json;
 use super::config::{Offer, OfferedPipeline};
 use super::identity::{AgentFacts, InstanceUid};
 use super::status::ProcessStatus;
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::fleet::{Environment, NodeRow, NODE_COLUMNS};
 use crate::ids::new_id;
 use crate::{ControlError, Db, Result};
@@ -107,7 +107,7 @@ pub async fn register(
             &mut tx,
             now,
             AuditEntry {
-                actor: &format!("node:{node_id}"),
+                actor: &Actor::system(&format!("node:{node_id}")),
                 action: "node.enroll",
                 target_kind: "node",
                 target_id: &node_id,

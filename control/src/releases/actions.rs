@@ -3,6 +3,7 @@
 //! failing gate and changing nothing else, when one fails. A manual action never rolls back
 //! on its own.
 
+use crate::audit::Actor;
 use vf_rules::{check_action, evaluate_stage, on_manual, Action, Decision};
 
 use super::inputs::gate_inputs;
@@ -32,7 +33,7 @@ fn action_name(a: Action) -> &'static str {
 /// Runs an operator action on a release.
 pub async fn act(
     ctl: &Control,
-    actor: &str,
+    actor: &Actor,
     release_id: &str,
     action: Action,
 ) -> Result<ReleaseRow> {
@@ -50,7 +51,7 @@ pub async fn act(
     .map_err(|refusal| ControlError::Conflict(refusal.to_string()))?;
 
     if action == Action::Rollback {
-        let reason = format!("rolled back by {actor}");
+        let reason = format!("rolled back by {}", actor.name);
         return apply(
             ctl,
             &release,
@@ -68,7 +69,7 @@ pub async fn act(
     let evaluation = |decision: &str| GateEvaluation {
         at: now,
         trigger: action_name(action).to_string(),
-        actor: actor.to_string(),
+        actor: actor.name.clone(),
         results: results.clone(),
         decision: decision.to_string(),
     };

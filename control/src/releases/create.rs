@@ -6,7 +6,7 @@ use vf_rules::{parse_canary_selector, Gate, RolloutPlan};
 
 use super::state::{get_release, ReleaseRow, StageState};
 use super::targets::FleetSnapshot;
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
 use crate::pipelines::{
@@ -101,7 +101,7 @@ pub async fn baseline_eps(db: &Db, pipeline_id: &str, now: i64) -> Result<Option
 }
 
 /// Creates a canary release and opens its first stage.
-pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Result<ReleaseRow> {
+pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> Result<ReleaseRow> {
     let db = &ctl.db;
     let now = ctl.now();
     let (plan, planless) = parse_plan(ctl, &req)?;
@@ -163,7 +163,7 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
         &pipeline.id,
         &config,
         req.changelog.trim(),
-        actor,
+        &actor.name,
         now,
     )
     .await?;
@@ -182,7 +182,7 @@ pub async fn create_canary(ctl: &Control, actor: &str, req: CanaryRequest) -> Re
     .bind(serde_json::to_string(&stages)?)
     .bind(deadline)
     .bind(baseline)
-    .bind(actor)
+    .bind(&actor.name)
     .bind(now)
     .execute(&mut *tx)
     .await;

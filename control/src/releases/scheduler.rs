@@ -10,7 +10,7 @@ use super::actions::decision_name;
 use super::inputs::gate_inputs;
 use super::state::{GateEvaluation, ReleaseRow, RELEASE_COLUMNS};
 use super::transition::{apply, Step};
-use crate::{Control, ControlError, Result};
+use crate::{Actor, Control, ControlError, Result};
 
 /// The actor recorded for the scheduler's decisions.
 pub const SCHEDULER: &str = "scheduler";
@@ -71,7 +71,7 @@ async fn decide(ctl: &Control, release: &ReleaseRow, now: i64) -> Result<String>
         release,
         Step::Decided(decision),
         Some(evaluation),
-        SCHEDULER,
+        &Actor::system(SCHEDULER),
         now,
     )
     .await?;

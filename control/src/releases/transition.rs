@@ -7,7 +7,7 @@ use vf_rules::{Decision, ReleaseStatus};
 
 use super::state::{get_release, GateEvaluation, ReleaseRow, StageState};
 use super::targets::FleetSnapshot;
-use crate::audit::{self, AuditEntry};
+use crate::audit::{self, Actor, AuditEntry};
 use crate::pipelines::{get_pipeline, get_version, insert_version};
 use crate::{Control, ControlError, Result};
 
@@ -27,7 +27,7 @@ pub async fn apply(
     release: &ReleaseRow,
     step: Step,
     evaluation: Option<GateEvaluation>,
-    actor: &str,
+    actor: &Actor,
     now: i64,
 ) -> Result<ReleaseRow> {
     let db = &ctl.db;
@@ -131,7 +131,7 @@ pub async fn apply(
     .bind(bake_deadline)
     .bind(&hold_reason)
     .bind(&failure_reason)
-    .bind(actor)
+    .bind(&actor.name)
     .bind(now)
     .bind(completed_at)
     .bind(&release.id)
@@ -156,7 +156,8 @@ pub async fn apply(
                     release.canary_version
                 );
                 let v =
-                    insert_version(&mut tx, &pipeline.id, &config, &changelog, actor, now).await?;
+                    insert_version(&mut tx, &pipeline.id, &config, &changelog, &actor.name, now)
+                        .await?;
                 set_deployed(&mut tx, &pipeline.id, Some(v), now).await?;
                 reverted_version = Some(v);
             }

@@ -6,10 +6,12 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde_json::{json, Value};
+use vf_control::access::{self, Role, Target};
+use vf_control::accounts::Authenticated;
 use vf_control::rolling::{self, Change, StoredRollout};
-use vf_control::ControlError;
+use vf_control::{Actor, ControlError};
 
 use crate::error::ApiError;
 use crate::startup::AppState;
@@ -28,28 +30,25 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// `GET /api/edge-config`: the whole document, strong ETag, 304 when unchanged. When
-/// `VF_EDGE_CONFIG_TOKEN` is set the read-only token is required as a Bearer token.
+/// `GET /api/edge-config`: the whole document, strong ETag, 304 when unchanged. Needs the
+/// read-only edge-config token (or a session or API token with a role in every environment)
+/// as a Bearer token.
 async fn edge_config(
     State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    if let Some(expected) = &state.edge_token_hash {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then_some(token)
-            })
-            .map(|t| vf_control::ids::token_hash(t.trim()));
-        // Comparing hashes: equal-length digests, no early exit on a token prefix.
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-            let mut resp = ApiError(ControlError::Unauthorized).into_response();
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Ok(resp);
-        }
+    let auth = auth.map(|Extension(a)| a).unwrap_or_default();
+    let may_read = auth.edge_reader
+        || auth
+            .principal
+            .as_ref()
+            .is_some_and(|p| p.global_role().is_some());
+    if !may_read {
+        let mut resp = ApiError(ControlError::Unauthorized).into_response();
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return Ok(resp);
     }
     let doc = rolling::edge_config(&state.control.db).await?;
     let etag = format!("\"{}\"", doc.version);
@@ -76,8 +75,18 @@ fn none_match(header: &str, etag: &str) -> bool {
         .any(|t| t == "*" || t.trim_start_matches("W/") == etag)
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The admin routes' door: the same check as every server function.
+async fn authorize(
+    state: &AppState,
+    auth: &Option<Extension<Authenticated>>,
+    need: Role,
+) -> Result<Actor, ApiError> {
+    let principal = auth.as_ref().and_then(|Extension(a)| a.principal.as_ref());
+    Ok(
+        access::authorize(&state.control.db, principal, need, Target::Global)
+            .await?
+            .actor,
+    )
 }
 
 fn rollout_json(s: &StoredRollout) -> Value {
@@ -97,7 +106,11 @@ fn with_etag(s: &StoredRollout) -> Response {
     ([(header::ETAG, etag)], Json(rollout_json(s))).into_response()
 }
 
-async fn list(State(state): State<AppState>) -> Result<Response, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &auth, Role::Viewer).await?;
     let all = rolling::list(&state.control.db).await?;
     Ok(Json(all.iter().map(rollout_json).collect::<Vec<_>>()).into_response())
 }
@@ -123,48 +136,53 @@ fn percent_of(body: &[u8]) -> Result<vf_rolling::Percent, ApiError> {
 
 async fn change(
     state: &AppState,
+    auth: &Option<Extension<Authenticated>>,
     headers: &HeaderMap,
     id: &str,
     change: Change,
 ) -> Result<Response, ApiError> {
+    let actor = authorize(state, auth, Role::Admin).await?;
     let ctl = &state.control;
-    let stored =
-        rolling::apply(&ctl.db, "admin", id, change, if_match(headers)?, ctl.now()).await?;
+    let stored = rolling::apply(&ctl.db, &actor, id, change, if_match(headers)?, ctl.now()).await?;
     Ok(with_etag(&stored))
 }
 
 async fn set_global(
     State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = percent_of(&body)?;
-    change(&state, &headers, &id, Change::SetGlobal(p)).await
+    change(&state, &auth, &headers, &id, Change::SetGlobal(p)).await
 }
 
 async fn set_org(
     State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
     Path((id, org)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let p = percent_of(&body)?;
-    change(&state, &headers, &id, Change::SetOrg(org, p)).await
+    change(&state, &auth, &headers, &id, Change::SetOrg(org, p)).await
 }
 
 async fn delete_rollout(
     State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    change(&state, &headers, &id, Change::Delete).await
+    change(&state, &auth, &headers, &id, Change::Delete).await
 }
 
 async fn delete_org(
     State(state): State<AppState>,
+    auth: Option<Extension<Authenticated>>,
     Path((id, org)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    change(&state, &headers, &id, Change::RemoveOrg(org)).await
+    change(&state, &auth, &headers, &id, Change::RemoveOrg(org)).await
 }

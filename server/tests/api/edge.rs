@@ -202,28 +202,49 @@ async fn the_edge_config_has_a_strong_etag_and_answers_304_until_it_changes() {
 }
 
 #[tokio::test]
-async fn the_edge_config_needs_the_read_only_token_when_one_is_configured() {
+async fn the_edge_config_needs_a_token_and_the_read_only_one_reads_nothing_else() {
     let app = TestApp::spawn_with(TestDb::sqlite(), |c| {
         c.edge_config_token = Some(EDGE_TOKEN.to_string());
     })
     .await;
-    assert_eq!(app.edge_config(None).await.status(), 401);
-    let wrong = app
-        .client
-        .get(format!("{}/api/edge-config", app.url))
-        .header(AUTHORIZATION, "Bearer not-the-token-at-all")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(wrong.status(), 401);
-    let right = app
-        .client
-        .get(format!("{}/api/edge-config", app.url))
+    let anonymous = reqwest::Client::new();
+    let get = |token: Option<&str>| {
+        let mut req = anonymous.get(format!("{}/api/edge-config", app.url));
+        if let Some(t) = token {
+            req = req.header(AUTHORIZATION, format!("Bearer {t}"));
+        }
+        req.send()
+    };
+    let none = get(None).await.unwrap();
+    assert_eq!(none.status(), 401);
+    assert_eq!(none.headers()["www-authenticate"], "Bearer");
+    assert_eq!(
+        get(Some("not-the-token-at-all")).await.unwrap().status(),
+        401
+    );
+    assert_eq!(get(Some(EDGE_TOKEN)).await.unwrap().status(), 200);
+    assert_eq!(
+        app.edge_config(None).await.status(),
+        200,
+        "an admin API token reads it too"
+    );
+    // The read-only token changes nothing and reads nothing else.
+    let write = anonymous
+        .put(format!("{}/api/admin/rollouts/v2-cache", app.url))
         .header(AUTHORIZATION, format!("Bearer {EDGE_TOKEN}"))
+        .json(&json!({"percent": 50}))
         .send()
         .await
         .unwrap();
-    assert_eq!(right.status(), 200);
+    assert_eq!(write.status(), 401);
+    let server_fn = anonymous
+        .post(format!("{}/api/admin.edge.get", app.url))
+        .header(AUTHORIZATION, format!("Bearer {EDGE_TOKEN}"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(server_fn.status(), 401);
 }
 
 #[tokio::test]

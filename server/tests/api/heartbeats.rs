@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use vf_agent::protocol::ConfigResponse;
 use vf_control::{fleet, pipelines};
 
-use crate::helpers::{labels, TestApp, MINUTE, T0};
+use crate::helpers::{labels, operator, TestApp, MINUTE, T0};
 
 fn running(pipeline_id: &str, events_in: i64) -> Value {
     json!({ "pipelines": [{
@@ -118,12 +118,12 @@ async fn an_unknown_process_status_is_stored_as_reported() {
 async fn a_node_cannot_report_on_a_pipeline_of_another_environment() {
     let app = TestApp::spawn().await;
     let db = &app.control.db;
-    let other = fleet::create_environment(db, "operator", "production", app.now())
+    let other = fleet::create_environment(db, &operator(), "production", app.now())
         .await
         .unwrap();
     let foreign = pipelines::create_pipeline(
         db,
-        "operator",
+        &operator(),
         &other.id,
         "prod-logs",
         labels(&[]),

@@ -14,13 +14,27 @@ use vf_control::fleet::{self, NodeView};
 use vf_control::heartbeat::{self, MinuteRow};
 use vf_control::pipelines::{self, PipelineRow, VersionRow};
 use vf_control::testing::TestDb;
-use vf_control::{Clock, Control, ManualClock};
+use vf_control::{Actor, Clock, Control, ManualClock};
 use vf_server::Config;
 
 /// The bootstrap environment every test app starts with.
 pub const ENVIRONMENT: &str = "test";
 /// Its enrollment token (`VF_BOOTSTRAP_ENROLLMENT_TOKEN`).
 pub const ENROLLMENT_TOKEN: &str = "vfe_test-enrollment-token-0123456789";
+/// An admin API token of every environment (`VF_BOOTSTRAP_API_TOKEN`); [`TestApp::client`]
+/// sends it with every request, as automation does.
+pub const API_TOKEN: &str = "vfa_test-admin-api-token-0123456789";
+/// The actor the audit log records for calls made with [`API_TOKEN`].
+pub const OPERATOR: &str = "token:bootstrap";
+
+/// The actor of operator actions tests make through `vf-control` directly.
+pub fn operator() -> Actor {
+    Actor {
+        name: OPERATOR.to_string(),
+        ip: None,
+    }
+}
+
 /// Where the manual clock starts: a whole minute, so per-minute buckets are easy to name.
 pub const T0: i64 = 1_700_000_040_000;
 pub const MINUTE: i64 = 60_000;
@@ -37,7 +51,20 @@ pub fn test_config(database_url: &str) -> Config {
     let mut config = Config::for_tests(database_url);
     config.bootstrap_environment = Some(ENVIRONMENT.to_string());
     config.bootstrap_enrollment_token = Some(ENROLLMENT_TOKEN.to_string());
+    config.bootstrap_api_token = Some(API_TOKEN.to_string());
     config
+}
+
+/// A client that authenticates every request with `token` (agent routes set their own).
+pub fn client_with_token(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+        .expect("token is a header value");
+    headers.insert(AUTHORIZATION, value);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("http client")
 }
 
 pub struct TestApp {
@@ -87,7 +114,7 @@ impl TestApp {
             url,
             control,
             clock,
-            client: reqwest::Client::new(),
+            client: client_with_token(API_TOKEN),
             env_id,
             db,
             agents_dir: tempfile::tempdir().expect("temp dir for agents"),
@@ -103,7 +130,7 @@ impl TestApp {
     pub async fn create_pipeline(&self, name: &str, node_selector: &[(&str, &str)]) -> PipelineRow {
         pipelines::create_pipeline(
             &self.control.db,
-            "operator",
+            &operator(),
             &self.env_id,
             name,
             labels(node_selector),
@@ -117,7 +144,7 @@ impl TestApp {
     pub async fn deploy(&self, pipeline_id: &str, config_yaml: &str) -> VersionRow {
         pipelines::deploy(
             &self.control.db,
-            "operator",
+            &operator(),
             pipeline_id,
             config_yaml,
             "test deploy",
@@ -130,7 +157,7 @@ impl TestApp {
     pub async fn set_operator_labels(&self, node_id: &str, pairs: &[(&str, &str)]) {
         fleet::set_operator_labels(
             &self.control.db,
-            "operator",
+            &operator(),
             node_id,
             labels(pairs),
             self.now(),

@@ -25,7 +25,7 @@ use vf_control::releases::{self, CanaryRequest, ReleaseRow};
 use vf_control::testing::TestDb;
 use vf_rules::Action;
 
-use crate::helpers::{TestApp, ENROLLMENT_TOKEN};
+use crate::helpers::{operator, TestApp, ENROLLMENT_TOKEN};
 
 const V1: &str = "receivers:\n  otlp: {}\nexporters:\n  debug: {}\n";
 const V2: &str = "receivers:\n  otlp: {}\nexporters:\n  debug: {verbosity: detailed}\n";
@@ -226,7 +226,7 @@ async fn two_stage_canary(app: &TestApp, pipeline_id: &str, config_yaml: &str) -
     };
     releases::create_canary(
         &app.control,
-        "operator",
+        &operator(),
         CanaryRequest {
             pipeline_id: pipeline_id.to_string(),
             config_yaml: config_yaml.to_string(),
@@ -528,13 +528,13 @@ async fn a_uid_registered_in_one_environment_is_refused_with_another_environment
     let mut c = Collector::new("roamer", &[]);
     c.connect(&app).await;
     let other =
-        vf_control::fleet::create_environment(&app.control.db, "operator", "other", app.now())
+        vf_control::fleet::create_environment(&app.control.db, &operator(), "other", app.now())
             .await
             .unwrap();
     let token = "vfe_other-environment-token-0123";
     vf_control::fleet::create_enrollment_token(
         &app.control.db,
-        "operator",
+        &operator(),
         &other.id,
         Some(token),
         "t",
@@ -812,7 +812,7 @@ async fn after_rollback_the_canary_collector_gets_the_reverted_config_and_the_he
     let offer = canary.poll(&app).await;
     canary.apply(&app, &offer).await;
 
-    releases::act(&app.control, "operator", &release.id, Action::Rollback)
+    releases::act(&app.control, &operator(), &release.id, Action::Rollback)
         .await
         .unwrap();
     // The reverted config is version 3 with v1's body.
@@ -846,7 +846,7 @@ async fn after_rolling_back_a_first_deploy_the_canary_collector_gets_an_empty_co
     assert_eq!(offered(&offer), config(&[("edge-logs", V1)]));
     canary.apply(&app, &offer).await;
 
-    releases::act(&app.control, "operator", &release.id, Action::Rollback)
+    releases::act(&app.control, &operator(), &release.id, Action::Rollback)
         .await
         .unwrap();
     let undeployed = canary.poll(&app).await;

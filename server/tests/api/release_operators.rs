@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{TestApp, MINUTE};
+use crate::helpers::{TestApp, MINUTE, OPERATOR};
 use crate::releases::{
     actions, details, poll_all, poll_twice, results, served, two_waves_on_v1, wave,
 };
@@ -49,7 +49,7 @@ async fn without_auto_advance_a_passing_stage_holds_until_an_operator_advances_t
     let manual = &advanced["stages"][0]["evaluations"][1];
     assert_eq!(
         (&manual["trigger"], &manual["actor"], &manual["decision"]),
-        (&json!("advance"), &json!("operator"), &json!("advance"))
+        (&json!("advance"), &json!(OPERATOR), &json!("advance"))
     );
     poll_twice(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(2)]);
@@ -77,7 +77,7 @@ async fn without_auto_advance_a_passing_stage_holds_until_an_operator_advances_t
     let actors: Vec<&str> = log.iter().map(|r| r.actor.as_str()).collect();
     assert_eq!(
         actors,
-        ["operator", "scheduler", "operator", "scheduler", "operator"]
+        [OPERATOR, "scheduler", OPERATOR, "scheduler", OPERATOR]
     );
     for row in &log[1..] {
         let d = details(row);
@@ -216,7 +216,10 @@ async fn a_first_deploy_canary_withholds_the_pipeline_from_other_nodes_and_rollb
 
     let rolled = app.press("rollback", &id).await;
     assert_eq!(rolled["status"], "ROLLED_BACK");
-    assert_eq!(rolled["failure_reason"], "rolled back by operator");
+    assert_eq!(
+        rolled["failure_reason"],
+        format!("rolled back by {OPERATOR}")
+    );
     assert_eq!(app.deployed_version(&p.id).await, None);
     // Nothing to revert to: no version was published.
     assert_eq!(app.versions(&p.id).await.len(), 1);

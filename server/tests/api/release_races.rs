@@ -9,7 +9,7 @@ use vf_control::releases;
 use vf_control::ManualClock;
 use vf_rules::Action;
 
-use crate::helpers::{test_config, TestApp};
+use crate::helpers::{operator, test_config, TestApp};
 use crate::releases::{actions, poll_all, poll_twice, served, wave};
 
 /// A pipeline at v1 on two agents and a one-stage release of v2 to wave a, due now.
@@ -37,9 +37,10 @@ async fn a_tick_and_a_rollback_press_on_a_due_release_make_one_transition(app: T
     let (pipeline_id, id, [mut a, mut b]) = due_release(&app).await;
     let before = app.release(&id).await;
 
+    let operator = operator();
     let (ticked, pressed) = tokio::join!(
         releases::tick(&app.control, app.now()),
-        releases::act(&app.control, "operator", &id, Action::Rollback),
+        releases::act(&app.control, &operator, &id, Action::Rollback),
     );
     let ticked: Vec<_> = ticked
         .unwrap()

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use vf_control::fleet;
 
-use crate::helpers::{labels, TestApp};
+use crate::helpers::{labels, operator, TestApp, OPERATOR};
 use crate::releases::{
     actions, details, poll_all, poll_twice, results, served, stage, two_waves_on_v1, wave,
     BAD_CONFIG,
@@ -76,12 +76,12 @@ async fn a_promql_gate_is_refused_naming_the_gate_when_no_prometheus_is_configur
 #[tokio::test]
 async fn a_node_group_of_another_environment_is_refused_naming_the_selector() {
     let app = TestApp::spawn().await;
-    let other = fleet::create_environment(&app.control.db, "operator", "other", app.now())
+    let other = fleet::create_environment(&app.control.db, &operator(), "other", app.now())
         .await
         .unwrap();
     let group = fleet::create_node_group(
         &app.control.db,
-        "operator",
+        &operator(),
         &other.id,
         "everyone",
         labels(&[]),
@@ -183,7 +183,7 @@ async fn a_manual_advance_refused_by_a_failing_gate_changes_nothing_and_never_ro
     for (i, action) in ["advance", "complete"].into_iter().enumerate() {
         let evaluation = &r["stages"][0]["evaluations"][i];
         assert_eq!(evaluation["trigger"], action);
-        assert_eq!(evaluation["actor"], "operator");
+        assert_eq!(evaluation["actor"], OPERATOR);
         assert_eq!(evaluation["decision"], "refused");
         assert_eq!(results(&r, 0, i)[0]["gate"], "errorRate");
         assert_eq!(results(&r, 0, i)[0]["verdict"], "fail");

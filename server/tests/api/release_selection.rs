@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use vf_agent::Agent;
 use vf_control::fleet;
 
-use crate::helpers::{labels, TestApp};
+use crate::helpers::{labels, operator, TestApp};
 use crate::releases::{poll_all, served, stage};
 
 fn node_ids(release: &Value, stage: usize) -> BTreeSet<String> {
@@ -107,7 +107,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
         .await;
     let group = fleet::create_node_group(
         &app.control.db,
-        "operator",
+        &operator(),
         &app.env_id,
         "edge",
         labels(&[("tier", "edge")]),
@@ -163,7 +163,7 @@ async fn deleting_a_node_group_a_later_stage_names_never_leaves_the_release_stuc
     let mut edge = app.start_agent("edge-1", &[("tier", "edge")]).await;
     let group = fleet::create_node_group(
         &app.control.db,
-        "operator",
+        &operator(),
         &app.env_id,
         "edge",
         labels(&[("tier", "edge")]),
@@ -186,7 +186,8 @@ async fn deleting_a_node_group_a_later_stage_names_never_leaves_the_release_stuc
     poll_all(&mut [&mut a, &mut edge]).await;
     assert_eq!(served(&[&a, &edge], &p.id), [Some(2), Some(1)]);
 
-    let deleted = fleet::delete_node_group(&app.control.db, "operator", &group.id, app.now()).await;
+    let deleted =
+        fleet::delete_node_group(&app.control.db, &operator(), &group.id, app.now()).await;
     let outcomes = app.tick_after(30_000).await;
     let r = app.release(&id).await;
     if deleted.is_err() {

@@ -8,7 +8,7 @@ use vf_control::audit::{self, AuditRow};
 use vf_control::pipelines;
 use vf_control::releases;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, OPERATOR};
 
 impl TestApp {
     /// Calls a server function with a JSON body; returns the status and the body text.
@@ -241,7 +241,7 @@ async fn three_stage_plan_opens_each_stage_in_turn_and_completes(app: TestApp) {
             "release.complete"
         ]
     );
-    assert_eq!(log[0].actor, "operator");
+    assert_eq!(log[0].actor, OPERATOR);
     let created = details(&log[0]);
     assert_eq!(created["canaryVersion"], 2);
     assert_eq!(created["previousVersion"], 1);

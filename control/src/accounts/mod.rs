@@ -1,0 +1,509 @@
+//! Operator accounts: users with roles per environment, sessions, API tokens, the first
+//! start's admin, and [`authenticate`], which turns a request's session cookie or bearer
+//! token into a [`Principal`]. What a principal may do is decided in [`crate::access`].
+
+pub mod limiter;
+pub mod passwords;
+pub mod sessions;
+pub mod tokens;
+
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
+use crate::audit::{self, Actor, AuditEntry};
+use crate::ids::{new_id, new_token, token_hash};
+use crate::{ControlError, Db, Result};
+
+pub use sessions::{sign_in, sign_out, SignedIn};
+pub use tokens::{create_api_token, list_api_tokens, revoke_api_token, ApiTokenRow, TokenRole};
+
+/// A stored user (never with its password hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: String,
+    pub email: String,
+    pub created_at: i64,
+    pub disabled_at: Option<i64>,
+    pub grants: Vec<Grant>,
+}
+
+/// What a request proved about its caller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Authenticated {
+    /// A live session or API token with roles.
+    pub principal: Option<Principal>,
+    /// The read-only edge-config token: reads `GET /api/edge-config` and nothing else.
+    pub edge_reader: bool,
+}
+
+/// Resolves a session cookie and/or a bearer token. Unknown, expired or revoked credentials
+/// authenticate nobody (the caller then gets 401 where it needs someone).
+pub async fn authenticate(
+    db: &Db,
+    session_token: Option<&str>,
+    bearer: Option<&str>,
+    ip: Option<&str>,
+    now: i64,
+) -> Result<Authenticated> {
+    if let Some(token) = bearer {
+        return tokens::resolve(db, token, ip, now).await;
+    }
+    if let Some(token) = session_token {
+        let principal = sessions::resolve(db, token, ip, now).await?;
+        return Ok(Authenticated {
+            principal,
+            edge_reader: false,
+        });
+    }
+    Ok(Authenticated::default())
+}
+
+/// Compares a stored sha256 with the hash of a presented token in constant time (the row was
+/// found by the hash's index; this guards against a lookup that matched on a prefix).
+pub(crate) fn hash_matches(stored: &str, token: &str) -> bool {
+    stored.as_bytes().ct_eq(token_hash(token).as_bytes()).into()
+}
+
+/// Trims and lowercases an email, refusing what cannot be one.
+pub fn normalize_email(field: &str, raw: &str) -> Result<String> {
+    let email = raw.trim().to_lowercase();
+    let valid = email.len() <= 254
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !valid {
+        return Err(ControlError::invalid(
+            field,
+            "must be an email address like ops@example.com",
+        ));
+    }
+    Ok(email)
+}
+
+/// Checks grants: roles parse, environments exist (or are `*`), one grant per environment.
+pub async fn validate_grants(db: &Db, grants: &[Grant]) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, g) in grants.iter().enumerate() {
+        let field = format!("grants[{i}].environment_id");
+        if !seen.insert(g.environment_id.clone()) {
+            return Err(ControlError::invalid(
+                field,
+                "appears twice; give one role per environment",
+            ));
+        }
+        if g.environment_id == ALL_ENVIRONMENTS {
+            continue;
+        }
+        let exists = sqlx::query_scalar::<_, String>("SELECT id FROM environments WHERE id = $1")
+            .bind(&g.environment_id)
+            .fetch_optional(&db.pool)
+            .await?
+            .is_some();
+        if !exists {
+            return Err(ControlError::invalid(
+                field,
+                format!(
+                    "no environment with id {:?} (use \"*\" for all)",
+                    g.environment_id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Creates a user with `grants`. Emails are unique (409).
+pub async fn create_user(
+    db: &Db,
+    actor: &Actor,
+    email: &str,
+    password: &str,
+    grants: &[Grant],
+    now: i64,
+) -> Result<User> {
+    let email = normalize_email("email", email)?;
+    passwords::validate("password", password)?;
+    validate_grants(db, grants).await?;
+    let taken = sqlx::query_scalar::<_, String>("SELECT id FROM users WHERE email = $1")
+        .bind(&email)
+        .fetch_optional(&db.pool)
+        .await?
+        .is_some();
+    if taken {
+        return Err(ControlError::Conflict(format!(
+            "a user with email {email} exists"
+        )));
+    }
+    let hash = passwords::hash(password).await?;
+    let id = new_id();
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO users (id, email, password_hash, created_by, created_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&id)
+    .bind(&email)
+    .bind(&hash)
+    .bind(&actor.name)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    write_grants(&mut tx, &id, grants).await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "user.create",
+            target_kind: "user",
+            target_id: &id,
+            environment_id: None,
+            details: json!({ "email": email, "grants": grants }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(User {
+        id,
+        email,
+        created_at: now,
+        disabled_at: None,
+        grants: grants.to_vec(),
+    })
+}
+
+async fn write_grants(tx: &mut sqlx::AnyConnection, user_id: &str, grants: &[Grant]) -> Result<()> {
+    sqlx::query("DELETE FROM role_grants WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    for g in grants {
+        sqlx::query("INSERT INTO role_grants (user_id, environment_id, role) VALUES ($1, $2, $3)")
+            .bind(user_id)
+            .bind(&g.environment_id)
+            .bind(g.role.as_str())
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A user's grants.
+pub async fn grants_of(db: &Db, user_id: &str) -> Result<Vec<Grant>> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT environment_id, role FROM role_grants WHERE user_id = $1 ORDER BY environment_id",
+    )
+    .bind(user_id)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.into_iter()
+        .map(|(environment_id, role)| {
+            Ok(Grant {
+                environment_id,
+                role: Role::parse("role", &role)?,
+            })
+        })
+        .collect()
+}
+
+/// Every user with their grants, by email.
+pub async fn list_users(db: &Db) -> Result<Vec<User>> {
+    let rows: Vec<(String, String, i64, Option<i64>)> =
+        sqlx::query_as("SELECT id, email, created_at, disabled_at FROM users ORDER BY email")
+            .fetch_all(&db.pool)
+            .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (id, email, created_at, disabled_at) in rows {
+        let grants = grants_of(db, &id).await?;
+        out.push(User {
+            id,
+            email,
+            created_at,
+            disabled_at,
+            grants,
+        });
+    }
+    Ok(out)
+}
+
+async fn get_user(db: &Db, user_id: &str) -> Result<User> {
+    let (id, email, created_at, disabled_at): (String, String, i64, Option<i64>) =
+        sqlx::query_as("SELECT id, email, created_at, disabled_at FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&db.pool)
+            .await?
+            .ok_or_else(|| ControlError::NotFound(format!("user {user_id}")))?;
+    let grants = grants_of(db, &id).await?;
+    Ok(User {
+        id,
+        email,
+        created_at,
+        disabled_at,
+        grants,
+    })
+}
+
+/// Refuses a change that would leave no enabled user with the admin role everywhere: nobody
+/// could manage users or tokens afterwards.
+async fn keep_one_admin(db: &Db, user_id: &str, field: &str) -> Result<()> {
+    let others: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM users u JOIN role_grants g ON g.user_id = u.id
+         WHERE u.id <> $1 AND u.disabled_at IS NULL AND g.environment_id = '*' AND g.role = 'admin'",
+    )
+    .bind(user_id)
+    .fetch_one(&db.pool)
+    .await?;
+    if others == 0 {
+        return Err(ControlError::invalid(
+            field,
+            "this is the last enabled admin of every environment; make someone else admin first",
+        ));
+    }
+    Ok(())
+}
+
+/// Replaces a user's grants.
+pub async fn set_grants(
+    db: &Db,
+    actor: &Actor,
+    user_id: &str,
+    grants: &[Grant],
+    now: i64,
+) -> Result<User> {
+    let before = get_user(db, user_id).await?;
+    validate_grants(db, grants).await?;
+    let stays_admin = crate::access::role_in(grants, ALL_ENVIRONMENTS) == Some(Role::Admin);
+    if !stays_admin && crate::access::role_in(&before.grants, ALL_ENVIRONMENTS) == Some(Role::Admin)
+    {
+        keep_one_admin(db, user_id, "grants").await?;
+    }
+    let mut tx = db.pool.begin().await?;
+    write_grants(&mut tx, user_id, grants).await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "user.grants.set",
+            target_kind: "user",
+            target_id: user_id,
+            environment_id: None,
+            details: json!({ "email": before.email, "before": before.grants, "after": grants }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    get_user(db, user_id).await
+}
+
+/// Disables a user (or enables one again). Disabling revokes every session at once.
+pub async fn set_disabled(
+    db: &Db,
+    actor: &Actor,
+    user_id: &str,
+    disabled: bool,
+    now: i64,
+) -> Result<User> {
+    let before = get_user(db, user_id).await?;
+    if disabled && before.disabled_at.is_none() {
+        keep_one_admin_if_admin(db, &before).await?;
+    }
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("UPDATE users SET disabled_at = $1 WHERE id = $2")
+        .bind(disabled.then_some(now))
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    if disabled {
+        sessions::revoke_all_in(&mut tx, user_id, now).await?;
+    }
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: if disabled {
+                "user.disable"
+            } else {
+                "user.enable"
+            },
+            target_kind: "user",
+            target_id: user_id,
+            environment_id: None,
+            details: json!({ "email": before.email }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    get_user(db, user_id).await
+}
+
+async fn keep_one_admin_if_admin(db: &Db, user: &User) -> Result<()> {
+    if crate::access::role_in(&user.grants, ALL_ENVIRONMENTS) == Some(Role::Admin) {
+        keep_one_admin(db, &user.id, "user_id").await?;
+    }
+    Ok(())
+}
+
+/// Sets a new password and revokes the user's sessions (an admin's reset, or your own).
+pub async fn set_password(
+    db: &Db,
+    actor: &Actor,
+    user_id: &str,
+    password: &str,
+    now: i64,
+) -> Result<()> {
+    passwords::validate("password", password)?;
+    let user = get_user(db, user_id).await?;
+    let hash = passwords::hash(password).await?;
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+        .bind(&hash)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    sessions::revoke_all_in(&mut tx, user_id, now).await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "user.password.set",
+            target_kind: "user",
+            target_id: user_id,
+            environment_id: None,
+            details: json!({ "email": user.email }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Whether any user exists (a first start has none).
+pub async fn has_users(db: &Db) -> Result<bool> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(n > 0)
+}
+
+/// First start: with no users yet, creates `email` as admin of every environment. Returns
+/// whether it did (a database that has users is left alone).
+pub async fn bootstrap_admin(db: &Db, email: &str, password: &str, now: i64) -> Result<bool> {
+    if has_users(db).await? {
+        return Ok(false);
+    }
+    let grants = [Grant {
+        environment_id: ALL_ENVIRONMENTS.into(),
+        role: Role::Admin,
+    }];
+    create_user(db, &Actor::system("system"), email, password, &grants, now).await?;
+    Ok(true)
+}
+
+/// How long a setup link stays valid.
+pub const SETUP_TTL_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// First start without `VF_ADMIN_EMAIL`: a one-time setup token (replacing any earlier
+/// one) to print as a link. `None` once a user exists.
+pub async fn prepare_setup(db: &Db, now: i64) -> Result<Option<String>> {
+    if has_users(db).await? {
+        return Ok(None);
+    }
+    let token = new_token("vfu_");
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("DELETE FROM setup_tokens")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO setup_tokens (token_hash, created_at, expires_at) VALUES ($1, $2, $3)",
+    )
+    .bind(token_hash(&token))
+    .bind(now)
+    .bind(now + SETUP_TTL_MS)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(token))
+}
+
+/// Completes the setup link: creates the first admin. The token works once, within its day,
+/// and only while no user exists.
+pub async fn complete_setup(
+    db: &Db,
+    token: &str,
+    email: &str,
+    password: &str,
+    ip: Option<&str>,
+    now: i64,
+) -> Result<User> {
+    let stored: Option<(String, i64, Option<i64>)> = sqlx::query_as(
+        "SELECT token_hash, expires_at, used_at FROM setup_tokens WHERE token_hash = $1",
+    )
+    .bind(token_hash(token))
+    .fetch_optional(&db.pool)
+    .await?;
+    let usable = stored.is_some_and(|(hash, expires_at, used_at)| {
+        hash_matches(&hash, token) && used_at.is_none() && now < expires_at
+    });
+    if !usable || has_users(db).await? {
+        return Err(ControlError::invalid(
+            "token",
+            "this setup link is invalid, used or expired; restart the server for a new one",
+        ));
+    }
+    let grants = [Grant {
+        environment_id: ALL_ENVIRONMENTS.into(),
+        role: Role::Admin,
+    }];
+    let actor = Actor {
+        name: "setup".into(),
+        ip: ip.map(str::to_string),
+    };
+    let user = create_user(db, &actor, email, password, &grants, now).await?;
+    sqlx::query("UPDATE setup_tokens SET used_at = $1 WHERE token_hash = $2")
+        .bind(now)
+        .bind(token_hash(token))
+        .execute(&db.pool)
+        .await?;
+    Ok(user)
+}
+
+/// The principal of a user id (sessions resolve through this).
+pub(crate) async fn user_principal(
+    db: &Db,
+    user_id: &str,
+    email: String,
+    ip: Option<&str>,
+) -> Result<Principal> {
+    Ok(Principal {
+        identity: Identity::User {
+            id: user_id.to_string(),
+            email,
+        },
+        grants: grants_of(db, user_id).await?,
+        ip: ip.map(str::to_string),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_normalised_or_refused_naming_the_field() {
+        assert_eq!(
+            normalize_email("email", "  Ops@Example.COM ").unwrap(),
+            "ops@example.com"
+        );
+        for bad in ["", "ops", "@example.com", "ops@", "o ps@example.com"] {
+            assert_eq!(
+                normalize_email("email", bad).unwrap_err().to_string(),
+                "email: must be an email address like ops@example.com",
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! API tokens for automation: scoped to one environment (or `*`) and one role, sent as
+//! `Authorization: Bearer <token>` to every server function and admin route. The special
+//! role `edge-config` makes a read-only token for `GET /api/edge-config` and nothing else.
+//! Shown once at creation; stored as sha256; listed by prefix only.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{hash_matches, Authenticated};
+use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
+use crate::audit::{self, Actor, AuditEntry};
+use crate::ids::{new_id, new_token, token_hash, token_prefix};
+use crate::{ControlError, Db, Result};
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TokenRole {
+    Role(Role),
+    /// Reads the edge config only.
+    EdgeConfig,
+}
+
+impl TokenRole {
+    pub fn parse(field: &str, s: &str) -> Result<TokenRole> {
+        match s.trim() {
+            "edge-config" => Ok(TokenRole::EdgeConfig),
+            other => Role::parse(field, other).map(TokenRole::Role).map_err(|_| {
+                ControlError::invalid(
+                    field,
+                    format!("must be viewer, editor, admin or edge-config, got {other:?}"),
+                )
+            }),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenRole::Role(r) => r.as_str(),
+            TokenRole::EdgeConfig => "edge-config",
+        }
+    }
+}
+
+/// A stored API token (never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ApiTokenRow {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub environment_id: String,
+    pub role: String,
+    pub created_by: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const COLUMNS: &str =
+    "id, name, prefix, environment_id, role, created_by, created_at, last_used_at, revoked_at";
+
+/// Creates a token. With `value` given (the bootstrap variables) it is idempotent: the same
+/// value registers once. Returns the row and, when freshly minted, the token itself.
+pub async fn create_api_token(
+    db: &Db,
+    actor: &Actor,
+    name: &str,
+    environment_id: &str,
+    role: TokenRole,
+    value: Option<&str>,
+    now: i64,
+) -> Result<(ApiTokenRow, Option<String>)> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > 100 {
+        return Err(ControlError::invalid("name", "must be 1 to 100 characters"));
+    }
+    if role == TokenRole::EdgeConfig && environment_id != ALL_ENVIRONMENTS {
+        return Err(ControlError::invalid(
+            "environment_id",
+            "edge-config tokens are not per environment; use \"*\"",
+        ));
+    }
+    super::validate_grants(
+        db,
+        &[Grant {
+            environment_id: environment_id.to_string(),
+            role: Role::Viewer,
+        }],
+    )
+    .await
+    .map_err(|_| {
+        ControlError::invalid(
+            "environment_id",
+            format!("no environment with id {environment_id:?} (use \"*\" for all)"),
+        )
+    })?;
+    let prefix = match role {
+        TokenRole::EdgeConfig => "vfc_",
+        TokenRole::Role(_) => "vfa_",
+    };
+    let (value, minted) = match value {
+        Some(v) if v.len() < 16 => {
+            return Err(ControlError::invalid(
+                "token",
+                "tokens must be at least 16 characters",
+            ))
+        }
+        Some(v) => (v.to_string(), false),
+        None => (new_token(prefix), true),
+    };
+    let hash = token_hash(&value);
+    let existing = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = $1"
+    )))
+    .bind(&hash)
+    .fetch_optional(&db.pool)
+    .await?;
+    if let Some(existing) = existing {
+        if existing.role != role.as_str() || existing.environment_id != environment_id {
+            return Err(ControlError::Conflict(
+                "that token is already registered with another role or environment".into(),
+            ));
+        }
+        return Ok((existing, None));
+    }
+    let row = ApiTokenRow {
+        id: new_id(),
+        name: name.to_string(),
+        prefix: token_prefix(&value),
+        environment_id: environment_id.to_string(),
+        role: role.as_str().to_string(),
+        created_by: actor.name.clone(),
+        created_at: now,
+        last_used_at: None,
+        revoked_at: None,
+    };
+    let mut tx = db.pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO api_tokens (id, name, prefix, token_hash, environment_id, role, created_by, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&row.id)
+    .bind(&row.name)
+    .bind(&row.prefix)
+    .bind(&hash)
+    .bind(&row.environment_id)
+    .bind(&row.role)
+    .bind(&row.created_by)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "api_token.create",
+            target_kind: "api_token",
+            target_id: &row.id,
+            environment_id: (environment_id != ALL_ENVIRONMENTS).then_some(environment_id),
+            details: json!({ "name": row.name, "prefix": row.prefix, "role": row.role, "environment_id": environment_id }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((row, minted.then_some(value)))
+}
+
+/// Every API token, newest first.
+pub async fn list_api_tokens(db: &Db) -> Result<Vec<ApiTokenRow>> {
+    Ok(
+        sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM api_tokens ORDER BY created_at DESC, id DESC"
+        )))
+        .fetch_all(&db.pool)
+        .await?,
+    )
+}
+
+/// Revokes a token: its next request is 401.
+pub async fn revoke_api_token(db: &Db, actor: &Actor, id: &str, now: i64) -> Result<ApiTokenRow> {
+    let row = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE id = $1"
+    )))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| ControlError::NotFound(format!("API token {id}")))?;
+    if row.revoked_at.is_some() {
+        return Err(ControlError::Conflict(
+            "that token is already revoked".into(),
+        ));
+    }
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor,
+            action: "api_token.revoke",
+            target_kind: "api_token",
+            target_id: id,
+            environment_id: (row.environment_id != ALL_ENVIRONMENTS).then_some(&row.environment_id),
+            details: json!({ "name": row.name, "prefix": row.prefix, "role": row.role }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(ApiTokenRow {
+        revoked_at: Some(now),
+        ..row
+    })
+}
+
+/// How often `last_used_at` is written for a busy token.
+const LAST_USED_RESOLUTION_MS: i64 = 60_000;
+
+/// What a bearer token proves: a principal with the token's one grant, the edge-config
+/// reader, or nothing (unknown or revoked).
+pub(crate) async fn resolve(
+    db: &Db,
+    token: &str,
+    ip: Option<&str>,
+    now: i64,
+) -> Result<Authenticated> {
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<i64>,
+        Option<i64>,
+    );
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT token_hash, id, name, environment_id, role, last_used_at, revoked_at
+         FROM api_tokens WHERE token_hash = $1",
+    )
+    .bind(token_hash(token))
+    .fetch_optional(&db.pool)
+    .await?;
+    let Some((hash, id, name, environment_id, role, last_used_at, revoked_at)) = row else {
+        return Ok(Authenticated::default());
+    };
+    if !hash_matches(&hash, token) || revoked_at.is_some() {
+        return Ok(Authenticated::default());
+    }
+    if last_used_at.is_none_or(|t| now - t >= LAST_USED_RESOLUTION_MS) {
+        sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(&id)
+            .execute(&db.pool)
+            .await?;
+    }
+    match TokenRole::parse("role", &role)? {
+        TokenRole::EdgeConfig => Ok(Authenticated {
+            principal: None,
+            edge_reader: true,
+        }),
+        TokenRole::Role(role) => Ok(Authenticated {
+            principal: Some(Principal {
+                identity: Identity::ApiToken { id, name },
+                grants: vec![Grant {
+                    environment_id,
+                    role,
+                }],
+                ip: ip.map(str::to_string),
+            }),
+            edge_reader: false,
+        }),
+    }
+}

@@ -1,0 +1,413 @@
+//! Authentication at the edge of the server: who a request is (session cookie or bearer
+//! token), cross-site request refusal, the sign-in wall in front of pages, and the sign-in,
+//! sign-out and first-start setup form posts. What a caller may do is decided per server
+//! function and admin route by `vf_control::access::authorize`.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::post;
+use axum::{Form, Router};
+use serde::Deserialize;
+use vf_control::accounts::{self, sessions::COOKIE};
+use vf_control::ControlError;
+
+use crate::error::ApiError;
+use crate::startup::AppState;
+
+/// What the auth layer needs from the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct AuthSettings {
+    /// Mark the session cookie `Secure` (the server is reached over https).
+    pub secure_cookies: bool,
+    /// A trusted proxy's client-address header.
+    pub client_ip_header: Option<HeaderName>,
+    /// The public origin (`https://vf.example.com`), also accepted as a same-site `Origin`.
+    pub public_origin: Option<String>,
+}
+
+/// The client's address, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct ClientIp(pub Option<String>);
+
+/// Paths that carry their own credentials (agents) or must answer before anyone signs in.
+fn is_public(path: &str) -> bool {
+    path.starts_with("/api/")
+        || path.starts_with("/pkg/")
+        || path == "/v1/opamp"
+        || matches!(
+            path,
+            "/signin"
+                | "/signout"
+                | "/setup"
+                | "/healthz"
+                | "/readyz"
+                | "/metrics"
+                | "/favicon.svg"
+        )
+}
+
+/// Agent traffic authenticates with node and enrollment tokens in its own routes.
+fn is_agent(path: &str) -> bool {
+    path.starts_with("/api/agent/") || path == "/v1/opamp"
+}
+
+/// Resolves the caller and puts [`Authenticated`] and [`ClientIp`] on the request; sends
+/// anyone without a session from a page to the sign-in page.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if is_agent(&path) {
+        return next.run(req).await;
+    }
+    let ip = client_ip(&req, &state.auth);
+    let session = cookie(req.headers(), COOKIE);
+    let bearer = bearer(req.headers());
+    let now = state.control.now();
+    let auth = match accounts::authenticate(
+        &state.control.db,
+        session.as_deref(),
+        bearer.as_deref(),
+        ip.as_deref(),
+        now,
+    )
+    .await
+    {
+        Ok(a) => a,
+        Err(e) => return ApiError(e).into_response(),
+    };
+    let signed_in = auth.principal.is_some();
+    req.extensions_mut().insert(auth);
+    req.extensions_mut().insert(ClientIp(ip));
+    if signed_in || is_public(&path) {
+        return next.run(req).await;
+    }
+    if req.method() == Method::GET || req.method() == Method::HEAD {
+        let wanted = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into());
+        return Redirect::to(&format!("/signin?next={}", urlencode(&wanted))).into_response();
+    }
+    ApiError(ControlError::SignInRequired).into_response()
+}
+
+/// Refuses state-changing requests a browser sent from another site (`Sec-Fetch-Site`,
+/// or `Origin` where the browser sends no fetch metadata). Tools like curl send neither and
+/// authenticate with bearer tokens, which browsers never attach on their own.
+pub async fn refuse_cross_site(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if safe || is_agent(req.uri().path()) {
+        return next.run(req).await;
+    }
+    if let Some(reason) = cross_site(req.headers(), state.auth.public_origin.as_deref()) {
+        tracing::warn!(
+            path = req.uri().path(),
+            reason,
+            "cross-site request refused"
+        );
+        return ApiError(ControlError::Forbidden(format!(
+            "cross-site request refused ({reason})"
+        )))
+        .into_response();
+    }
+    next.run(req).await
+}
+
+/// Why a request looks cross-site, if it does.
+pub fn cross_site(headers: &HeaderMap, public_origin: Option<&str>) -> Option<&'static str> {
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        return match site {
+            "same-origin" | "none" => None,
+            _ => Some("Sec-Fetch-Site is not same-origin"),
+        };
+    }
+    let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin_host = origin.split_once("://").map(|(_, h)| h);
+    let same_host = origin_host.is_some() && origin_host == host;
+    if same_host || public_origin == Some(origin) {
+        None
+    } else {
+        Some("Origin is another site")
+    }
+}
+
+fn client_ip(req: &Request, settings: &AuthSettings) -> Option<String> {
+    if let Some(name) = &settings.client_ip_header {
+        let forwarded = req
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return Some(ip.to_string());
+        }
+    }
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip().to_string())
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Where to go after signing in: only a path of this site (never `//evil.example`).
+fn local_path(next: Option<&str>) -> String {
+    match next {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_string(),
+        _ => "/".to_string(),
+    }
+}
+
+fn session_cookie(value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("vf_session=; Path=/; Max-Age=0"))
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/signin", post(sign_in))
+        .route("/signout", post(sign_out))
+        .route("/setup", post(setup))
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    next: Option<String>,
+}
+
+/// `POST /signin` (form): on success a session cookie and a redirect to `next`; on failure
+/// back to the sign-in page with the reason (429 past the rate limits).
+async fn sign_in(
+    State(state): State<AppState>,
+    ip: Option<axum::Extension<ClientIp>>,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
+    let next = local_path(form.next.as_deref());
+    match accounts::sign_in(&state.control, &form.email, &form.password, ip.as_deref()).await {
+        Ok(signed_in) => {
+            let max_age = (signed_in.expires_at - state.control.now()) / 1000;
+            let mut resp = Redirect::to(&next).into_response();
+            resp.headers_mut().insert(
+                header::SET_COOKIE,
+                session_cookie(&signed_in.token, max_age, state.auth.secure_cookies),
+            );
+            resp
+        }
+        Err(e) => {
+            let status = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
+            if status == StatusCode::INTERNAL_SERVER_ERROR {
+                return ApiError(e).into_response();
+            }
+            let message = match &e {
+                ControlError::Invalid { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            let location = format!(
+                "/signin?error={}&next={}",
+                urlencode(&message),
+                urlencode(&next)
+            );
+            let mut resp = Redirect::to(&location).into_response();
+            if let ControlError::TooManyAttempts { retry_after_secs } = e {
+                *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+            }
+            resp
+        }
+    }
+}
+
+/// `POST /signout`: revokes the session server-side and clears the cookie.
+async fn sign_out(
+    State(state): State<AppState>,
+    ip: Option<axum::Extension<ClientIp>>,
+    headers: HeaderMap,
+) -> Response {
+    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
+    if let Some(token) = cookie(&headers, COOKIE) {
+        if let Err(e) = accounts::sign_out(
+            &state.control.db,
+            &token,
+            ip.as_deref(),
+            state.control.now(),
+        )
+        .await
+        {
+            return ApiError(e).into_response();
+        }
+    }
+    let mut resp = Redirect::to("/signin").into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie("", 0, state.auth.secure_cookies),
+    );
+    resp
+}
+
+#[derive(Deserialize)]
+struct SetupForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /setup` (form): the one-time link of a first start creates the first admin, who
+/// then signs in.
+async fn setup(
+    State(state): State<AppState>,
+    ip: Option<axum::Extension<ClientIp>>,
+    Form(form): Form<SetupForm>,
+) -> Response {
+    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
+    let now = state.control.now();
+    match accounts::complete_setup(
+        &state.control.db,
+        &form.token,
+        &form.email,
+        &form.password,
+        ip.as_deref(),
+        now,
+    )
+    .await
+    {
+        Ok(user) => {
+            tracing::info!(
+                email = user.email,
+                "first admin created from the setup link"
+            );
+            Redirect::to("/signin?setup=done").into_response()
+        }
+        Err(ControlError::Invalid { field, message }) => Redirect::to(&format!(
+            "/setup?token={}&error={}",
+            urlencode(&form.token),
+            urlencode(&format!("{field}: {message}"))
+        ))
+        .into_response(),
+        Err(e) => ApiError(e).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn browsers_same_origin_requests_and_tools_pass_cross_site_ones_do_not() {
+        assert_eq!(
+            cross_site(&headers(&[("sec-fetch-site", "same-origin")]), None),
+            None
+        );
+        assert!(cross_site(&headers(&[("sec-fetch-site", "cross-site")]), None).is_some());
+        assert!(cross_site(&headers(&[("sec-fetch-site", "same-site")]), None).is_some());
+        assert_eq!(cross_site(&headers(&[]), None), None, "curl sends neither");
+        let same = headers(&[
+            ("origin", "http://vf.local:3000"),
+            ("host", "vf.local:3000"),
+        ]);
+        assert_eq!(cross_site(&same, None), None);
+        let other = headers(&[
+            ("origin", "https://evil.example"),
+            ("host", "vf.local:3000"),
+        ]);
+        assert!(cross_site(&other, None).is_some());
+        let proxied = headers(&[
+            ("origin", "https://vf.example.com"),
+            ("host", "10.0.0.5:3000"),
+        ]);
+        assert_eq!(cross_site(&proxied, Some("https://vf.example.com")), None);
+        assert!(cross_site(&headers(&[("origin", "null")]), None).is_some());
+    }
+
+    #[test]
+    fn after_sign_in_only_local_paths_are_followed() {
+        assert_eq!(
+            local_path(Some("/pipelines/7?env=prod")),
+            "/pipelines/7?env=prod"
+        );
+        assert_eq!(local_path(Some("//evil.example/x")), "/");
+        assert_eq!(local_path(Some("https://evil.example")), "/");
+        assert_eq!(local_path(Some("/\\evil.example")), "/");
+        assert_eq!(local_path(None), "/");
+    }
+
+    #[test]
+    fn the_session_cookie_is_http_only_lax_and_secure_over_https() {
+        let c = session_cookie("abc", 60, true);
+        let c = c.to_str().unwrap();
+        assert!(c.contains("HttpOnly") && c.contains("SameSite=Lax") && c.contains("Secure"));
+        assert!(!session_cookie("abc", 60, false)
+            .to_str()
+            .unwrap()
+            .contains("Secure"));
+    }
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let h = headers(&[("cookie", "a=1; vf_session=vfs_x ; b=2")]);
+        assert_eq!(cookie(&h, "vf_session").as_deref(), Some("vfs_x"));
+        assert_eq!(cookie(&h, "c"), None);
+    }
+}
