@@ -14,6 +14,10 @@ export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
 export LEPTOS_SITE_ROOT="$PWD/target/site" LEPTOS_SITE_PKG_DIR=pkg LEPTOS_OUTPUT_NAME=vectorflow
 export VF_BOOTSTRAP_ENVIRONMENT="${VF_BOOTSTRAP_ENVIRONMENT:-demo}"
 export VF_BOOTSTRAP_ENROLLMENT_TOKEN="${VF_BOOTSTRAP_ENROLLMENT_TOKEN:-demo-enrollment-token-0001}"
+# The demo's sign-in (README) and the API token this script seeds the demo pipeline with.
+export VF_ADMIN_EMAIL="${VF_ADMIN_EMAIL:-admin@demo.local}"
+export VF_ADMIN_PASSWORD="${VF_ADMIN_PASSWORD:-vectorflow-demo}"
+export VF_BOOTSTRAP_API_TOKEN="${VF_BOOTSTRAP_API_TOKEN:-vfa_demo-api-token-000000000000}"
 url="http://$LEPTOS_SITE_ADDR"
 
 pids=()
@@ -25,7 +29,10 @@ pids+=($!)
 for _ in $(seq 1 100); do curl -fs "$url/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 
 # A demo pipeline for the simulated fleet, once (the calls are the JSON API of docs/api.md).
-api() { curl -fs -X POST "$url/api/$1" -H 'content-type: application/json' -d "$2"; }
+api() {
+  curl -fs -X POST "$url/api/$1" -H 'content-type: application/json' \
+    -H "authorization: Bearer $VF_BOOTSTRAP_API_TOKEN" -d "$2"
+}
 env_id=$(api environment.list '{}' | sed -n 's/.*"id":"\([^"]*\)","name":"'"$VF_BOOTSTRAP_ENVIRONMENT"'".*/\1/p')
 if [ -n "$env_id" ] && ! api pipeline.list "{\"environment_id\":\"$env_id\"}" | grep -q '"name":"demo-logs"'; then
   pipeline_id=$(api pipeline.create "{\"environment_id\":\"$env_id\",\"name\":\"demo-logs\",\"node_selector\":{\"tier\":\"edge\"}}" \
@@ -39,6 +46,7 @@ fi
   --label 'rollout-wave={i%2}' --label 'zone=z{i%3}' --label tier=edge --sim-error-rate 0.001 &
 pids+=($!)
 
-printf '\nVectorFlow is running at %s (environment "%s", 6 simulated agents). Ctrl-C stops it.\n\n' \
+printf '\nVectorFlow is running at %s (environment "%s", 6 simulated agents).\n' \
   "$url" "$VF_BOOTSTRAP_ENVIRONMENT"
+printf 'Sign in as %s with password %s. Ctrl-C stops it.\n\n' "$VF_ADMIN_EMAIL" "$VF_ADMIN_PASSWORD"
 wait "${pids[0]}"

@@ -7,7 +7,7 @@ use vf_agent::protocol::{ConfigResponse, EnrollRequest, EnrollResponse, Pipeline
 use crate::audit::{self, Actor, AuditEntry};
 use crate::delivery::served_pipelines;
 use crate::fleet::{environment_for_enrollment_token, parse_labels, NodeRow, NODE_COLUMNS};
-use crate::ids::{new_id, new_token, sha256_hex, token_hash};
+use crate::ids::{hash_matches, new_id, new_token, sha256_hex, token_hash};
 use crate::{ControlError, Db, Result};
 
 /// Node kind of agents speaking this protocol.
@@ -98,12 +98,20 @@ pub async fn enroll(
 
 /// The live node a node token belongs to.
 pub async fn node_for_token(db: &Db, token: &str) -> Result<NodeRow> {
-    sqlx::query_as::<_, NodeRow>(crate::sql!(
-        "SELECT {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        token_hash: String,
+        #[sqlx(flatten)]
+        node: NodeRow,
+    }
+    sqlx::query_as::<_, WithHash>(crate::sql!(
+        "SELECT token_hash, {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
     ))
     .bind(token_hash(token))
     .fetch_optional(&db.pool)
     .await?
+    .filter(|row| hash_matches(&row.token_hash, token))
+    .map(|row| row.node)
     .ok_or(ControlError::Unauthorized)
 }
 

@@ -21,6 +21,16 @@ pub fn token_hash(token: &str) -> String {
     sha256_hex(token.as_bytes())
 }
 
+/// Whether `stored_hash` is the hash of `token`, compared in constant time. Rows are found
+/// by their hash's index first; this keeps the final comparison free of early exits.
+pub fn hash_matches(stored_hash: &str, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    stored_hash
+        .as_bytes()
+        .ct_eq(token_hash(token).as_bytes())
+        .into()
+}
+
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -43,5 +53,7 @@ mod tests {
         assert!(a.starts_with("vfn_"));
         assert_eq!(token_hash(&a).len(), 64);
         assert_ne!(token_hash(&a), a);
+        assert!(hash_matches(&token_hash(&a), &a));
+        assert!(!hash_matches(&token_hash(&a), &b));
     }
 }

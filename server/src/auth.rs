@@ -55,11 +55,17 @@ fn is_agent(path: &str) -> bool {
     path.starts_with("/api/agent/") || path == "/v1/opamp"
 }
 
+/// Static files and probes: public, and not worth a session lookup.
+fn needs_no_caller(path: &str) -> bool {
+    path.starts_with("/pkg/")
+        || matches!(path, "/favicon.svg" | "/healthz" | "/readyz" | "/metrics")
+}
+
 /// Resolves the caller and puts [`Authenticated`] and [`ClientIp`] on the request; sends
 /// anyone without a session from a page to the sign-in page.
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
-    if is_agent(&path) {
+    if is_agent(&path) || needs_no_caller(&path) {
         return next.run(req).await;
     }
     let ip = client_ip(&req, &state.auth);

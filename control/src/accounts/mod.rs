@@ -8,11 +8,10 @@ pub mod sessions;
 pub mod tokens;
 
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{new_id, new_token, token_hash};
+use crate::ids::{hash_matches, new_id, new_token, token_hash};
 use crate::{ControlError, Db, Result};
 
 pub use sessions::{sign_in, sign_out, SignedIn};
@@ -57,12 +56,6 @@ pub async fn authenticate(
         });
     }
     Ok(Authenticated::default())
-}
-
-/// Compares a stored sha256 with the hash of a presented token in constant time (the row was
-/// found by the hash's index; this guards against a lookup that matched on a prefix).
-pub(crate) fn hash_matches(stored: &str, token: &str) -> bool {
-    stored.as_bytes().ct_eq(token_hash(token).as_bytes()).into()
 }
 
 /// Trims and lowercases an email, refusing what cannot be one.

@@ -4,14 +4,17 @@
 use serde_json::json;
 
 use super::limiter;
-use super::{hash_matches, normalize_email, passwords, user_principal};
+use super::{normalize_email, passwords, user_principal};
 use crate::access::Principal;
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{new_id, new_token, token_hash};
+use crate::ids::{hash_matches, new_id, new_token, token_hash};
 use crate::{Control, ControlError, Db, Result};
 
 /// The name of the session cookie.
 pub const COOKIE: &str = "vf_session";
+
+/// How long an ended session's row is kept.
+const SESSION_HISTORY_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// A successful sign-in: the cookie value (shown to nobody else) and when it expires.
 #[derive(Debug, Clone)]
@@ -85,6 +88,11 @@ async fn open_session(
         ip: ip.map(str::to_string),
     };
     let mut tx = ctl.db.pool.begin().await?;
+    // Sessions long over are only history (the audit log keeps the sign-ins).
+    sqlx::query("DELETE FROM sessions WHERE expires_at < $1")
+        .bind(now - SESSION_HISTORY_MS)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query(
         "INSERT INTO sessions (id, token_hash, user_id, ip, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -124,7 +132,8 @@ pub(crate) async fn resolve(
     ip: Option<&str>,
     now: i64,
 ) -> Result<Option<Principal>> {
-    let row: Option<(String, String, String, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
+    type Row = (String, String, String, i64, Option<i64>, Option<i64>);
+    let row: Option<Row> = sqlx::query_as(
         "SELECT s.token_hash, u.id, u.email, s.expires_at, s.revoked_at, u.disabled_at
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1",
     )

@@ -6,10 +6,10 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::{hash_matches, Authenticated};
+use super::Authenticated;
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{new_id, new_token, token_hash, token_prefix};
+use crate::ids::{hash_matches, new_id, new_token, token_hash, token_prefix};
 use crate::{ControlError, Db, Result};
 
 /// What a token may do.

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{new_id, new_token, token_hash, token_prefix};
+use crate::ids::{hash_matches, new_id, new_token, token_hash, token_prefix};
 use crate::{ControlError, Db, Result};
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -216,15 +216,22 @@ pub async fn list_enrollment_tokens(
 
 /// The environment a live (unrevoked) enrollment token belongs to.
 pub async fn environment_for_enrollment_token(db: &Db, token: &str) -> Result<Environment> {
-    sqlx::query_as::<_, Environment>(
-        "SELECT e.id, e.name, e.created_at FROM enrollment_tokens t
+    let row: Option<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT t.token_hash, e.id, e.name, e.created_at FROM enrollment_tokens t
          JOIN environments e ON e.id = t.environment_id
          WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
     )
     .bind(token_hash(token))
     .fetch_optional(&db.pool)
-    .await?
-    .ok_or(ControlError::Unauthorized)
+    .await?;
+    match row {
+        Some((hash, id, name, created_at)) if hash_matches(&hash, token) => Ok(Environment {
+            id,
+            name,
+            created_at,
+        }),
+        _ => Err(ControlError::Unauthorized),
+    }
 }
 
 /// Revokes an enrollment token: agents can no longer enroll with it (nodes already enrolled

@@ -18,6 +18,8 @@ use vf_server::Config;
 pub const T0: i64 = 1_700_000_040_000;
 /// A read-only token long enough for the server (16+ characters).
 pub const TOKEN: &str = "edge-read-token-0123456789";
+/// The admin API token the tests change rollouts with (`VF_BOOTSTRAP_API_TOKEN`).
+pub const ADMIN_TOKEN: &str = "vfa_edge-tests-admin-token-0123456789";
 
 pub struct VfServer {
     pub url: String,
@@ -35,14 +37,10 @@ struct Running {
 }
 
 impl VfServer {
-    /// On a fresh temporary SQLite database; the edge config is public.
+    /// On a fresh temporary SQLite database, with `VF_EDGE_CONFIG_TOKEN` set to [`TOKEN`]
+    /// (the document always needs a token).
     pub async fn start() -> VfServer {
-        VfServer::start_with(None).await
-    }
-
-    /// With `VF_EDGE_CONFIG_TOKEN` set to `token`.
-    pub async fn start_with_token(token: &str) -> VfServer {
-        VfServer::start_with(Some(token.to_owned())).await
+        VfServer::start_with(Some(TOKEN.to_owned())).await
     }
 
     async fn start_with(token: Option<String>) -> VfServer {
@@ -53,7 +51,7 @@ impl VfServer {
             url: format!("http://{addr}"),
             addr,
             clock,
-            admin: reqwest::Client::new(),
+            admin: admin_client(),
             db,
             token,
             running: Some(running),
@@ -84,8 +82,13 @@ impl VfServer {
     }
 
     /// Options for a store of this server that only polls when told (`refresh_now`), apart
-    /// from its first poll in `start`.
+    /// from its first poll in `start`; with the read-only token.
     pub fn options(&self) -> EdgeClientOptions {
+        self.options_without_token().with_token(TOKEN)
+    }
+
+    /// The same, sending no token.
+    pub fn options_without_token(&self) -> EdgeClientOptions {
         EdgeClientOptions {
             poll_interval: Duration::from_secs(3600),
             ..EdgeClientOptions::for_server(&self.url)
@@ -157,6 +160,20 @@ impl VfServer {
     }
 }
 
+/// Sends the admin API token with every request.
+fn admin_client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_str(&format!("Bearer {ADMIN_TOKEN}"))
+            .expect("token is a header value"),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("http client")
+}
+
 async fn boot(
     db: &TestDb,
     addr: Option<SocketAddr>,
@@ -168,6 +185,7 @@ async fn boot(
         config.addr = addr;
     }
     config.edge_config_token = token;
+    config.bootstrap_api_token = Some(ADMIN_TOKEN.to_string());
     let app = vf_server::build_with_clock(config, Arc::new(clock.clone()))
         .await
         .expect("build the application");

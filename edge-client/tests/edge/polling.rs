@@ -99,7 +99,7 @@ async fn the_background_poller_picks_up_changes_on_its_own() {
     server.set_percent("v2-cache", 10).await;
     let store = EdgeConfigStore::start(EdgeClientOptions {
         poll_interval: Duration::from_millis(20),
-        ..EdgeClientOptions::for_server(&server.url)
+        ..server.options()
     })
     .await
     .unwrap();

@@ -39,16 +39,17 @@ async fn edge_config(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let auth = auth.map(|Extension(a)| a).unwrap_or_default();
-    let may_read = auth.edge_reader
-        || auth
-            .principal
-            .as_ref()
-            .is_some_and(|p| p.global_role().is_some());
-    if !may_read {
-        let mut resp = ApiError(ControlError::Unauthorized).into_response();
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return Ok(resp);
+    match (auth.edge_reader, &auth.principal) {
+        (true, _) => {}
+        // Signed in with a role in some environments only: 403 naming the role needed, as
+        // every other route answers (`access::authorize`).
+        (false, Some(p)) => access::check(p.global_role(), Role::Viewer, "every environment")?,
+        (false, None) => {
+            let mut resp = ApiError(ControlError::Unauthorized).into_response();
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Ok(resp);
+        }
     }
     let doc = rolling::edge_config(&state.control.db).await?;
     let etag = format!("\"{}\"", doc.version);
@@ -134,16 +135,16 @@ fn percent_of(body: &[u8]) -> Result<vf_rolling::Percent, ApiError> {
     Ok(rolling::parse_percent(&v["percent"])?)
 }
 
+/// Applies a change as `actor` (authorized by the caller first, before reading the body).
 async fn change(
     state: &AppState,
-    auth: &Option<Extension<Authenticated>>,
+    actor: &Actor,
     headers: &HeaderMap,
     id: &str,
     change: Change,
 ) -> Result<Response, ApiError> {
-    let actor = authorize(state, auth, Role::Admin).await?;
     let ctl = &state.control;
-    let stored = rolling::apply(&ctl.db, &actor, id, change, if_match(headers)?, ctl.now()).await?;
+    let stored = rolling::apply(&ctl.db, actor, id, change, if_match(headers)?, ctl.now()).await?;
     Ok(with_etag(&stored))
 }
 
@@ -154,8 +155,9 @@ async fn set_global(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let actor = authorize(&state, &auth, Role::Admin).await?;
     let p = percent_of(&body)?;
-    change(&state, &auth, &headers, &id, Change::SetGlobal(p)).await
+    change(&state, &actor, &headers, &id, Change::SetGlobal(p)).await
 }
 
 async fn set_org(
@@ -165,8 +167,9 @@ async fn set_org(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let actor = authorize(&state, &auth, Role::Admin).await?;
     let p = percent_of(&body)?;
-    change(&state, &auth, &headers, &id, Change::SetOrg(org, p)).await
+    change(&state, &actor, &headers, &id, Change::SetOrg(org, p)).await
 }
 
 async fn delete_rollout(
@@ -175,7 +178,8 @@ async fn delete_rollout(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    change(&state, &auth, &headers, &id, Change::Delete).await
+    let actor = authorize(&state, &auth, Role::Admin).await?;
+    change(&state, &actor, &headers, &id, Change::Delete).await
 }
 
 async fn delete_org(
@@ -184,5 +188,6 @@ async fn delete_org(
     Path((id, org)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    change(&state, &auth, &headers, &id, Change::RemoveOrg(org)).await
+    let actor = authorize(&state, &auth, Role::Admin).await?;
+    change(&state, &actor, &headers, &id, Change::RemoveOrg(org)).await
 }

@@ -2,14 +2,24 @@
 //! environment "test" with a known enrollment token. Operator actions go through
 //! `vf-control`, agent traffic through raw HTTP or a real `vf_agent::Agent`.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Once};
 
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, COOKIE, IF_NONE_MATCH, SET_COOKIE};
+use reqwest::redirect::Policy;
 use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tracing_subscriber::filter::DynFilterFn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 use vf_agent::protocol::{EnrollRequest, EnrollResponse};
 use vf_agent::{Agent, AgentOptions, SimSettings};
+use vf_control::access::{Grant, Role};
+use vf_control::accounts::{self, User};
 use vf_control::fleet::{self, NodeView};
 use vf_control::heartbeat::{self, MinuteRow};
 use vf_control::pipelines::{self, PipelineRow, VersionRow};
@@ -340,4 +350,206 @@ pub async fn bad_request_message(resp: Response) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no error message in {body}"))
         .to_string()
+}
+
+// --- operators: users, sessions, browsers ---------------------------------------------
+
+/// The password of every user tests create (long enough for the rules).
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A browser's first visit: no credentials, and redirects are answers to look at, not follow.
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("http client")
+}
+
+/// A browser that sends the session cookie `value` with every request.
+pub fn browser_with_session(value: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let cookie = reqwest::header::HeaderValue::from_str(&format!("vf_session={value}"))
+        .expect("cookie is a header value");
+    headers.insert(COOKIE, cookie);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .redirect(Policy::none())
+        .build()
+        .expect("http client")
+}
+
+/// The whole `Set-Cookie` header that sets the session cookie, if the response has one.
+pub fn session_set_cookie(resp: &Response) -> Option<String> {
+    resp.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("vf_session="))
+        .map(str::to_string)
+}
+
+/// The session cookie's value a response sets (empty when it clears it).
+pub fn session_cookie(resp: &Response) -> Option<String> {
+    session_set_cookie(resp).map(|c| {
+        c.trim_start_matches("vf_session=")
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// The `Location` a redirect points to.
+pub fn location(resp: &Response) -> String {
+    resp.headers()
+        .get(reqwest::header::LOCATION)
+        .unwrap_or_else(|| panic!("no Location on a {} answer", resp.status()))
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A grant of `role` in `environment_id` (`*`: every environment).
+pub fn grant(environment_id: &str, role: Role) -> Grant {
+    Grant {
+        environment_id: environment_id.to_string(),
+        role,
+    }
+}
+
+impl TestApp {
+    /// A user with [`PASSWORD`] and `grants`, created by the operator.
+    pub async fn create_user(&self, email: &str, grants: &[Grant]) -> User {
+        accounts::create_user(
+            &self.control.db,
+            &operator(),
+            email,
+            PASSWORD,
+            grants,
+            self.now(),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// A form post as the browser sends it (`client` decides the cookies and the address).
+    pub async fn post_form(
+        &self,
+        client: &reqwest::Client,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> Response {
+        client
+            .post(format!("{}{path}", self.url))
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `POST /signin` from a fresh browser; the answer, redirects not followed.
+    pub async fn sign_in(&self, email: &str, password: &str) -> Response {
+        self.post_form(
+            &browser(),
+            "/signin",
+            &[("email", email), ("password", password), ("next", "/")],
+        )
+        .await
+    }
+
+    /// Signs `email` in with [`PASSWORD`]; the session cookie's value.
+    pub async fn session_of(&self, email: &str) -> String {
+        let resp = self.sign_in(email, PASSWORD).await;
+        assert_eq!(resp.status(), StatusCode::SEE_OTHER, "sign-in of {email}");
+        session_cookie(&resp)
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| panic!("no session cookie for {email}"))
+    }
+
+    /// A new user with `grants`, signed in: the session cookie's value.
+    pub async fn signed_in_user(&self, email: &str, grants: &[Grant]) -> String {
+        self.create_user(email, grants).await;
+        self.session_of(email).await
+    }
+
+    /// A server function called by `client` with a JSON body; the status and body text.
+    pub async fn call_as(
+        &self,
+        client: &reqwest::Client,
+        endpoint: &str,
+        body: Value,
+    ) -> (u16, String) {
+        let resp = client
+            .post(format!("{}/api/{endpoint}", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+}
+
+// --- logs -------------------------------------------------------------------------------
+
+thread_local! {
+    /// The buffer of the log capture running on this thread, if one is.
+    static CAPTURE: RefCell<Option<Arc<Mutex<Vec<u8>>>>> = const { RefCell::new(None) };
+}
+
+/// Everything logged through `tracing` (and the `log` crate) on this thread while it lives,
+/// every level of every crate, formatted as the server's text logs are. The test must run on
+/// a current-thread runtime, so the server's tasks log on this thread too.
+///
+/// The subscriber is the binary's global default, installed once, because a scoped default
+/// misses events whose callsites other test threads register first; it formats nothing on a
+/// thread that is not capturing.
+pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
+
+/// Writes to the current thread's capture.
+struct ThreadCapture;
+
+impl io::Write for ThreadCapture {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        CAPTURE.with(|c| {
+            if let Some(capture) = &*c.borrow() {
+                capture.lock().unwrap().extend_from_slice(buf);
+            }
+        });
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogCapture {
+    pub fn start() -> LogCapture {
+        static GLOBAL_SUBSCRIBER: Once = Once::new();
+        GLOBAL_SUBSCRIBER.call_once(|| {
+            let capturing = DynFilterFn::new(|_, _| CAPTURE.with(|c| c.borrow().is_some()));
+            let layer = tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(|| ThreadCapture)
+                .with_filter(capturing);
+            // Also routes `log` records (reqwest's, sqlx's) into tracing.
+            tracing_subscriber::registry()
+                .with(layer)
+                .try_init()
+                .expect("no other global tracing subscriber in this test binary");
+        });
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        CAPTURE.with(|c| *c.borrow_mut() = Some(buffer.clone()));
+        LogCapture(buffer)
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for LogCapture {
+    fn drop(&mut self) {
+        CAPTURE.with(|c| c.borrow_mut().take());
+    }
 }

@@ -4,6 +4,8 @@
 // Test helpers (not only #[test] fns) may panic on setup failure.
 #![allow(clippy::unwrap_used)]
 
+mod access;
+mod accounts;
 mod agent_protocol;
 mod bootstrap;
 mod edge;
@@ -22,3 +24,4 @@ mod release_refusals;
 mod release_selection;
 mod releases;
 mod revocation;
+mod secrets;

@@ -3,20 +3,13 @@
 //! timeout and unreachable Prometheus) fails closed with a reason naming it; the bearer
 //! token travels only in the `Authorization` header and shows up nowhere else.
 
-use std::cell::RefCell;
-use std::io;
-use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tracing_subscriber::filter::DynFilterFn;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::Layer;
 use vf_control::testing::TestDb;
 use vf_control::{audit, pipelines};
 
-use crate::helpers::TestApp;
+use crate::helpers::{LogCapture, TestApp};
 use crate::prometheus::{
     prometheus_settings, unreachable_url, Answer, FakePrometheus, Prometheus, ERROR_RATIO,
     ERROR_RATIO_RULE,
@@ -329,69 +322,6 @@ async fn an_unreachable_prometheus_fails_closed_saying_it_could_not_be_reached()
 }
 
 // --- the bearer token -----------------------------------------------------------------
-
-thread_local! {
-    /// The buffer of the log capture running on this thread, if one is.
-    static CAPTURE: RefCell<Option<Arc<Mutex<Vec<u8>>>>> = const { RefCell::new(None) };
-}
-
-/// Everything logged through `tracing` (and the `log` crate) on this thread while it lives,
-/// every level of every crate, formatted as the server's text logs are. The test must run on
-/// a current-thread runtime, so the server's tasks log on this thread too.
-///
-/// The subscriber is the binary's global default, installed once, because a scoped default
-/// misses events whose callsites other test threads register first; it formats nothing on a
-/// thread that is not capturing.
-struct LogCapture(Arc<Mutex<Vec<u8>>>);
-
-/// Writes to the current thread's capture.
-struct ThreadCapture;
-
-impl io::Write for ThreadCapture {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        CAPTURE.with(|c| {
-            if let Some(capture) = &*c.borrow() {
-                capture.lock().unwrap().extend_from_slice(buf);
-            }
-        });
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogCapture {
-    fn start() -> LogCapture {
-        static GLOBAL_SUBSCRIBER: Once = Once::new();
-        GLOBAL_SUBSCRIBER.call_once(|| {
-            let capturing = DynFilterFn::new(|_, _| CAPTURE.with(|c| c.borrow().is_some()));
-            let layer = tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(|| ThreadCapture)
-                .with_filter(capturing);
-            // Also routes `log` records (reqwest's, sqlx's) into tracing.
-            tracing_subscriber::registry()
-                .with(layer)
-                .try_init()
-                .expect("no other global tracing subscriber in this test binary");
-        });
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        CAPTURE.with(|c| *c.borrow_mut() = Some(buffer.clone()));
-        LogCapture(buffer)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Drop for LogCapture {
-    fn drop(&mut self) {
-        CAPTURE.with(|c| c.borrow_mut().take());
-    }
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_audit_event() {

@@ -1,0 +1,261 @@
+//! Accounts on SQLite and PostgreSQL: a user signs in and holds exactly the roles granted,
+//! sessions end when they should, the last admin cannot be locked out, the setup link works
+//! once, and API tokens authenticate until revoked.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use vf_control::access::{self, Grant, Role, Target, ALL_ENVIRONMENTS};
+use vf_control::accounts::{self, TokenRole};
+use vf_control::testing::TestDb;
+use vf_control::{fleet, Actor, Control, ManualClock, Settings};
+
+const T0: i64 = 1_700_000_000_000;
+const HOUR: i64 = 60 * 60 * 1000;
+const PASSWORD: &str = "correct horse battery";
+
+fn grant(environment_id: &str, role: Role) -> Grant {
+    Grant {
+        environment_id: environment_id.into(),
+        role,
+    }
+}
+
+async fn control(db: &TestDb) -> (Control, ManualClock) {
+    let clock = ManualClock::new(T0);
+    let settings = Settings {
+        session_ttl_ms: 12 * HOUR,
+        ..Settings::default()
+    };
+    (
+        Control::new(db.connect().await, Arc::new(clock.clone()), settings),
+        clock,
+    )
+}
+
+async fn accounts_story(db: TestDb) {
+    let (ctl, clock) = control(&db).await;
+    let admin = Actor::system("system");
+    let staging = fleet::create_environment(&ctl.db, &admin, "staging", T0)
+        .await
+        .unwrap();
+    let prod = fleet::create_environment(&ctl.db, &admin, "prod", T0)
+        .await
+        .unwrap();
+
+    // The first admin, then an editor of staging only.
+    assert!(
+        accounts::bootstrap_admin(&ctl.db, "root@example.com", PASSWORD, T0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !accounts::bootstrap_admin(&ctl.db, "other@example.com", PASSWORD, T0)
+            .await
+            .unwrap()
+    );
+    let ann = accounts::create_user(
+        &ctl.db,
+        &admin,
+        "Ann@Example.com",
+        PASSWORD,
+        &[grant(&staging.id, Role::Editor)],
+        T0,
+    )
+    .await
+    .unwrap();
+    assert_eq!(ann.email, "ann@example.com");
+    let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
+        .bind(&ann.id)
+        .fetch_one(&ctl.db.pool)
+        .await
+        .unwrap();
+    assert!(stored.starts_with("$argon2id$"));
+
+    // Signing in gives a principal with exactly the granted roles.
+    let session = accounts::sign_in(&ctl, "ann@example.com", PASSWORD, Some("10.0.0.7"))
+        .await
+        .unwrap();
+    let who = accounts::authenticate(
+        &ctl.db,
+        Some(&session.token),
+        None,
+        Some("10.0.0.7"),
+        ctl.now(),
+    )
+    .await
+    .unwrap()
+    .principal
+    .unwrap();
+    assert_eq!(who.name(), "ann@example.com");
+    assert_eq!(who.role_in(&staging.id), Some(Role::Editor));
+    assert_eq!(who.role_in(&prod.id), None);
+    let granted = access::authorize(
+        &ctl.db,
+        Some(&who),
+        Role::Editor,
+        Target::Environment(&staging.id),
+    )
+    .await
+    .unwrap();
+    assert_eq!(granted.actor.ip.as_deref(), Some("10.0.0.7"));
+    let refused = access::authorize(
+        &ctl.db,
+        Some(&who),
+        Role::Viewer,
+        Target::Environment(&prod.id),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.status_code(), 403);
+    assert_eq!(
+        refused.to_string(),
+        "you have no role in environment prod; this needs viewer"
+    );
+
+    // The session ends at its expiry, and at once when the user is disabled.
+    clock.advance_ms(12 * HOUR);
+    let expired = accounts::authenticate(&ctl.db, Some(&session.token), None, None, ctl.now())
+        .await
+        .unwrap();
+    assert_eq!(expired.principal, None);
+    let fresh = accounts::sign_in(&ctl, "ann@example.com", PASSWORD, None)
+        .await
+        .unwrap();
+    accounts::set_disabled(&ctl.db, &admin, &ann.id, true, ctl.now())
+        .await
+        .unwrap();
+    let disabled = accounts::authenticate(&ctl.db, Some(&fresh.token), None, None, ctl.now())
+        .await
+        .unwrap();
+    assert_eq!(disabled.principal, None);
+    assert!(accounts::sign_in(&ctl, "ann@example.com", PASSWORD, None)
+        .await
+        .is_err());
+
+    // The last admin of every environment can be neither demoted nor disabled.
+    let root = accounts::list_users(&ctl.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|u| u.email == "root@example.com")
+        .unwrap();
+    let demote = accounts::set_grants(
+        &ctl.db,
+        &admin,
+        &root.id,
+        &[grant("*", Role::Viewer)],
+        ctl.now(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(demote.status_code(), 400);
+    assert!(
+        accounts::set_disabled(&ctl.db, &admin, &root.id, true, ctl.now())
+            .await
+            .is_err()
+    );
+
+    // API tokens: one role in one place, until revoked.
+    let (row, token) = accounts::create_api_token(
+        &ctl.db,
+        &admin,
+        "ci",
+        &staging.id,
+        TokenRole::Role(Role::Editor),
+        None,
+        ctl.now(),
+    )
+    .await
+    .unwrap();
+    let token = token.unwrap();
+    assert!(token.starts_with("vfa_") && row.prefix.len() < token.len());
+    let ci = accounts::authenticate(&ctl.db, None, Some(&token), None, ctl.now())
+        .await
+        .unwrap()
+        .principal
+        .unwrap();
+    assert_eq!(ci.name(), "token:ci");
+    assert_eq!(ci.role_in(&staging.id), Some(Role::Editor));
+    assert_eq!(ci.global_role(), None);
+    accounts::revoke_api_token(&ctl.db, &admin, &row.id, ctl.now())
+        .await
+        .unwrap();
+    let revoked = accounts::authenticate(&ctl.db, None, Some(&token), None, ctl.now())
+        .await
+        .unwrap();
+    assert_eq!(revoked.principal, None);
+
+    // An edge-config token reads the edge config and is nobody anywhere else.
+    let (_, edge) = accounts::create_api_token(
+        &ctl.db,
+        &admin,
+        "edge",
+        ALL_ENVIRONMENTS,
+        TokenRole::EdgeConfig,
+        None,
+        ctl.now(),
+    )
+    .await
+    .unwrap();
+    let edge = accounts::authenticate(&ctl.db, None, Some(&edge.unwrap()), None, ctl.now())
+        .await
+        .unwrap();
+    assert!(edge.edge_reader);
+    assert_eq!(edge.principal, None);
+}
+
+async fn setup_link_works_once(db: TestDb) {
+    let (ctl, _clock) = control(&db).await;
+    let token = accounts::prepare_setup(&ctl.db, ctl.now())
+        .await
+        .unwrap()
+        .unwrap();
+    let refused = accounts::complete_setup(
+        &ctl.db,
+        "vfu_wrong",
+        "a@example.com",
+        PASSWORD,
+        None,
+        ctl.now(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.status_code(), 400);
+    let first =
+        accounts::complete_setup(&ctl.db, &token, "a@example.com", PASSWORD, None, ctl.now())
+            .await
+            .unwrap();
+    assert_eq!(first.grants, vec![grant("*", Role::Admin)]);
+    assert!(
+        accounts::complete_setup(&ctl.db, &token, "b@example.com", PASSWORD, None, ctl.now())
+            .await
+            .is_err(),
+        "the link works once"
+    );
+    assert_eq!(
+        accounts::prepare_setup(&ctl.db, ctl.now()).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn accounts_hold_their_roles_and_sessions_end_on_sqlite() {
+    accounts_story(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn accounts_hold_their_roles_and_sessions_end_on_postgres() {
+    accounts_story(TestDb::postgres().await).await;
+}
+
+#[tokio::test]
+async fn the_setup_link_creates_one_admin_once_on_sqlite() {
+    setup_link_works_once(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn the_setup_link_creates_one_admin_once_on_postgres() {
+    setup_link_works_once(TestDb::postgres().await).await;
+}
