@@ -11,4 +11,9 @@ export LEPTOS_OUTPUT_NAME=vectorflow
 export VF_BOOTSTRAP_ENVIRONMENT=e2e
 export VF_BOOTSTRAP_ENROLLMENT_TOKEN=e2e-enrollment-token-000000
 export VF_POLL_INTERVAL_MS=1000
+# The first start creates this admin of every environment and an admin API token for the
+# specs' HTTP calls (the values helpers.ts signs in and authenticates with).
+export VF_ADMIN_EMAIL=admin@e2e.test
+export VF_ADMIN_PASSWORD=e2e-admin-password
+export VF_BOOTSTRAP_API_TOKEN=vfa_e2e-admin-api-token-0000000000
 exec "${VF_BIN_DIR:-$here/../target/debug}/server"

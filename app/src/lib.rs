@@ -13,8 +13,14 @@ use leptos_router::path;
 
 use components::Layout;
 use pages::{
-    edge_config::EdgeConfigPage, environments::EnvironmentsPage, fleet::FleetPage,
-    groups::GroupsPage, pipeline::PipelinePage, pipelines::PipelinesPage,
+    edge_config::EdgeConfigPage,
+    environments::EnvironmentsPage,
+    fleet::FleetPage,
+    groups::GroupsPage,
+    pipeline::PipelinePage,
+    pipelines::PipelinesPage,
+    signin::{SetupPage, SignInPage},
+    users::UsersPage,
 };
 
 /// The Content-Security-Policy of every page: scripts only from this origin or carrying the
@@ -72,6 +78,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/environments") view=EnvironmentsPage/>
                     <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
                     <Route path=path!("/audit") view=pages::audit::AuditPage/>
+                    <Route path=path!("/users") view=UsersPage/>
+                    <Route path=path!("/signin") view=SignInPage/>
+                    <Route path=path!("/setup") view=SetupPage/>
                 </Routes>
             </Layout>
         </Router>

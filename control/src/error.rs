@@ -22,7 +22,7 @@ pub enum ControlError {
     #[error("{0}")]
     Forbidden(String),
     /// Too many failed sign-ins; retry after this many seconds.
-    #[error("too many failed sign-ins; try again in {} minutes", retry_after_secs.div_ceil(60))]
+    #[error("too many failed sign-ins; try again in {}", minutes(*retry_after_secs))]
     TooManyAttempts { retry_after_secs: u64 },
     /// The version the caller saw (If-Match) is not the current one.
     #[error("{0}")]
@@ -67,6 +67,14 @@ impl From<sqlx::Error> for ControlError {
 impl From<serde_json::Error> for ControlError {
     fn from(e: serde_json::Error) -> Self {
         Self::Internal(anyhow::Error::new(e).context("stored json"))
+    }
+}
+
+/// "1 minute", "15 minutes": a wait, rounded up to whole minutes.
+fn minutes(secs: u64) -> String {
+    match secs.div_ceil(60) {
+        1 => "1 minute".to_string(),
+        n => format!("{n} minutes"),
     }
 }
 

@@ -16,6 +16,20 @@ pub fn new_token(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(bytes))
 }
 
+/// The token to register: `given` (a bootstrap variable's value, at least 16 characters) or
+/// a freshly minted one with `prefix`. The flag says whether it was minted (and so is shown
+/// once to whoever asked).
+pub fn given_or_new_token(given: Option<&str>, prefix: &str) -> crate::Result<(String, bool)> {
+    match given {
+        Some(t) if t.len() < 16 => Err(crate::ControlError::invalid(
+            "token",
+            "tokens must be at least 16 characters",
+        )),
+        Some(t) => Ok((t.to_string(), false)),
+        None => Ok((new_token(prefix), true)),
+    }
+}
+
 /// What the database stores instead of a token.
 pub fn token_hash(token: &str) -> String {
     sha256_hex(token.as_bytes())

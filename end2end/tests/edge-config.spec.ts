@@ -1,11 +1,15 @@
 import { test, expect } from '@playwright/test';
-import { unique } from './helpers';
+import { bearer, signIn, unique } from './helpers';
 
 // Issue: rolling rollouts. The admin page: bucket lookup, a previewed percent change that
 // records the previous percent, an org override, and the audited history.
+test.beforeEach(async ({ page }) => {
+  await signIn(page);
+});
+
 test('an admin previews and saves a percent change, sets an org override and looks up a customer', async ({ page, request }) => {
   const name = unique('cache');
-  const created = await request.put(`/api/admin/rollouts/${name}`, { data: { percent: 20 } });
+  const created = await request.put(`/api/admin/rollouts/${name}`, { data: { percent: 20 }, headers: bearer() });
   expect(created.status()).toBe(200);
 
   await page.goto('/admin/edge-config');
@@ -27,7 +31,7 @@ test('an admin previews and saves a percent change, sets an org override and loo
   await card.getByLabel('Percent', { exact: true }).fill('5');
   await card.getByRole('button', { name: 'Set override' }).click();
   await expect(card.locator('tr[data-org="org_big"]')).toContainText('5%');
-  const doc = await (await request.get('/api/edge-config')).json();
+  const doc = await (await request.get('/api/edge-config', { headers: bearer() })).json();
   expect(doc.rollouts[name].global.percent).toBe(35);
   expect(doc.rollouts[name].orgs.org_big.percent).toBe(5);
 

@@ -1,10 +1,13 @@
 import { test, expect } from '@playwright/test';
-import { startAgent, unique, AgentProcess } from './helpers';
+import { signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: foundation. Two simulated agents report in on the fleet page; a pipeline created and
 // deployed through the UI ends up running on both, as the agents themselves report it.
 test.describe('fleet and direct deploy', () => {
   let agents: AgentProcess | undefined;
+  test.beforeEach(async ({ page }) => {
+    await signIn(page);
+  });
   test.afterEach(async () => {
     await agents?.stop();
   });

@@ -2,8 +2,34 @@ import { spawn, ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { APIRequestContext, Page, expect } from '@playwright/test';
 
 export const enrollmentToken = 'e2e-enrollment-token-000000';
+
+/** The admin of every environment start-server.sh creates on the first start. */
+export const admin = { email: 'admin@e2e.test', password: 'e2e-admin-password' };
+/** The admin API token of every environment start-server.sh registers. */
+export const adminApiToken = 'vfa_e2e-admin-api-token-0000000000';
+/** Headers of an HTTP call made as `token` (by default the admin API token). */
+export function bearer(token: string = adminApiToken): Record<string, string> {
+  return { Authorization: `Bearer ${token}` };
+}
+
+/** Signs in through the sign-in form and waits to land past it. */
+export async function signIn(page: Page, email: string = admin.email, password: string = admin.password) {
+  await page.goto('/signin');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => url.pathname !== '/signin');
+}
+
+/** Calls server function `endpoint` (`/api/<endpoint>`, JSON) as `token`; returns its answer. */
+export async function callApi<T>(request: APIRequestContext, endpoint: string, args: object, token: string = adminApiToken): Promise<T> {
+  const resp = await request.post(`/api/${endpoint}`, { data: args, headers: bearer(token) });
+  expect(resp.status(), `${endpoint}: ${await resp.text()}`).toBe(200);
+  return (await resp.json()) as T;
+}
 const binDir = process.env.VF_BIN_DIR ?? path.resolve(__dirname, '../../target/debug');
 
 /** A vf-agent process of this repo, with its own data dir. */

@@ -1,7 +1,7 @@
 import { test, expect, Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { startAgent, unique, AgentProcess } from './helpers';
+import { signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: operator UI. A two-stage plan authored in the deploy dialog, two real agents
 // labelled rollout-wave=a and rollout-wave=b, checked from what the agents themselves received.
@@ -67,6 +67,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
+    await signIn(page);
   });
   test.afterEach(async () => {
     // The pages hydrate cleanly: a hydration error means the browser stopped updating them.

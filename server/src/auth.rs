@@ -252,6 +252,28 @@ async fn sign_in(
             if status == StatusCode::INTERNAL_SERVER_ERROR {
                 return ApiError(e).into_response();
             }
+            if let ControlError::TooManyAttempts { retry_after_secs } = e {
+                // A browser follows no Location on a 429: the answer is a page of its own.
+                let page = format!(
+                    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+                     <title>VectorFlow: sign-in locked</title></head><body>\
+                     <h1>Sign-in locked</h1><p role=\"alert\">{}</p>\
+                     <p><a href=\"/signin\">Back to sign in</a></p></body></html>",
+                    ControlError::TooManyAttempts { retry_after_secs }
+                );
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [
+                        (header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
+                        (
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("text/html; charset=utf-8"),
+                        ),
+                    ],
+                    page,
+                )
+                    .into_response();
+            }
             let message = match &e {
                 ControlError::Invalid { message, .. } => message.clone(),
                 other => other.to_string(),
@@ -261,13 +283,7 @@ async fn sign_in(
                 urlencode(&message),
                 urlencode(&next)
             );
-            let mut resp = Redirect::to(&location).into_response();
-            if let ControlError::TooManyAttempts { retry_after_secs } = e {
-                *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-                resp.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-            }
-            resp
+            Redirect::to(&location).into_response()
         }
     }
 }

@@ -1,10 +1,11 @@
-//! The page frame: header, environment picker, navigation; and the helpers pages use to
-//! know the selected environment and to refresh live.
+//! The page frame: header, environment picker, navigation, who is signed in; and the
+//! helpers pages use to know the selected environment and to refresh live.
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::{use_location, use_query_map};
 
+use super::session::Session;
 use crate::api::fleet::list_environments;
 use crate::types::EnvironmentView;
 
@@ -42,8 +43,18 @@ pub fn use_tick(ms: u64) -> ReadSignal<u64> {
     tick
 }
 
+/// Pages shown before anyone signs in: a bare frame that asks the server nothing.
+fn is_signed_out_page(path: &str) -> bool {
+    matches!(path, "/signin" | "/setup")
+}
+
 #[component]
 pub fn Layout(children: Children) -> impl IntoView {
+    // Signing in and out are full page loads, so the frame is chosen once per page.
+    if is_signed_out_page(&use_location().pathname.get_untracked()) {
+        return view! { <main class="page bare">{children()}</main> }.into_any();
+    }
+    let session = Session::provide();
     let env_name = use_env_name();
     let envs = Resource::new(|| (), |_| list_environments());
     let suffix = move || {
@@ -60,8 +71,18 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href=move || format!("/groups{}", suffix())>"Node groups"</A>
                 <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>
                 <A href=move || format!("/environments{}", suffix())>"Environments"</A>
-                <A href="/admin/edge-config">"Edge config"</A>
-                <A href="/audit">"Audit"</A>
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let roles = session.roles().await;
+                        view! {
+                            {roles.can("viewer", "*").then(|| view! {
+                                <A href="/admin/edge-config">"Edge config"</A>
+                                <A href="/audit">"Audit"</A>
+                            })}
+                            {roles.can("admin", "*").then(|| view! { <A href="/users">"Users"</A> })}
+                        }
+                    })}
+                </Transition>
             </nav>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
@@ -92,7 +113,21 @@ pub fn Layout(children: Children) -> impl IntoView {
                     }
                 })}
             </Transition>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    session.roles().await.name().map(|name| view! {
+                        <div class="whoami">
+                            <span class="sr-only">"Signed in as "</span>
+                            <span data-testid="signed-in-as">{name}</span>
+                            <form method="post" action="/signout">
+                                <button type="submit" class="small">"Sign out"</button>
+                            </form>
+                        </div>
+                    })
+                })}
+            </Transition>
         </header>
         <main class="page">{children()}</main>
     }
+    .into_any()
 }

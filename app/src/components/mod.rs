@@ -1,8 +1,10 @@
 //! Small pieces every page uses.
 
 mod layout;
+mod session;
 
 pub use layout::{current_env, use_env_name, use_tick, Layout};
+pub use session::{use_session, Can, Roles, Session};
 
 use leptos::prelude::*;
 

@@ -98,6 +98,7 @@ pub fn AuditPage() -> impl IntoView {
                                 <th scope="col">"#"</th>
                                 <th scope="col">"Time (UTC)"</th>
                                 <th scope="col">"Actor"</th>
+                                <th scope="col">"From"</th>
                                 <th scope="col">"Action"</th>
                                 <th scope="col">"Target"</th>
                                 <th scope="col">"Details"</th>
@@ -108,6 +109,7 @@ pub fn AuditPage() -> impl IntoView {
                                         <td>{r.seq}</td>
                                         <td>{format_time(r.at)}</td>
                                         <td>{r.actor}</td>
+                                        <td class="muted">{r.ip.unwrap_or_default()}</td>
                                         <th scope="row">{r.action}</th>
                                         <td>{format!("{} {}", r.target_kind, r.target_id)}</td>
                                         <td><code class="audit-details">{r.details}</code></td>

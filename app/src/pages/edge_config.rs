@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use crate::api::edge::{edge_admin, DeleteRollout, RemoveOrgOverride, SetRolloutPercent};
 use crate::api::error_text;
-use crate::components::ErrorBox;
+use crate::components::{use_session, ErrorBox};
 use crate::types::{format_time, preview_change, EdgeAdminView, RollingView};
 
 #[derive(Clone, Copy)]
@@ -32,6 +32,7 @@ pub fn EdgeConfigPage() -> impl IntoView {
         remove: ServerAction::new(),
         delete: ServerAction::new(),
     };
+    let session = use_session();
     let data = Resource::new(
         move || {
             (
@@ -52,7 +53,11 @@ pub fn EdgeConfigPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match data.await {
                     Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(v) => view! { <EdgeAdmin v actions/> }.into_any(),
+                    Ok(v) => {
+                        // Changing rollouts is for admins of every environment; viewers read.
+                        let editable = session.roles().await.can("admin", "*");
+                        view! { <EdgeAdmin v actions editable/> }.into_any()
+                    }
                 }
             })}
         </Transition>
@@ -60,7 +65,7 @@ pub fn EdgeConfigPage() -> impl IntoView {
 }
 
 #[component]
-fn EdgeAdmin(v: EdgeAdminView, actions: EdgeActions) -> impl IntoView {
+fn EdgeAdmin(v: EdgeAdminView, actions: EdgeActions, editable: bool) -> impl IntoView {
     let rollouts = v.rollouts.clone();
     view! {
         <section class="card" aria-label="Published document" data-testid="edge-health">
@@ -72,9 +77,9 @@ fn EdgeAdmin(v: EdgeAdminView, actions: EdgeActions) -> impl IntoView {
             " - served at " <code>"GET /api/edge-config"</code>
         </section>
         <BucketLookup rollouts=rollouts.clone()/>
-        <NewRollout actions/>
+        {editable.then(|| view! { <NewRollout actions/> })}
         <div class="rolling-cards">
-            {rollouts.into_iter().map(|r| view! { <RolloutCard r actions/> }).collect_view()}
+            {rollouts.into_iter().map(|r| view! { <RolloutCard r actions editable/> }).collect_view()}
         </div>
         <section aria-label="Change history">
             <h2>"Change history"</h2>
@@ -166,7 +171,7 @@ fn NewRollout(actions: EdgeActions) -> impl IntoView {
 }
 
 #[component]
-fn RolloutCard(r: RollingView, actions: EdgeActions) -> impl IntoView {
+fn RolloutCard(r: RollingView, actions: EdgeActions, editable: bool) -> impl IntoView {
     let saved = r.global.percent;
     let draft = RwSignal::new(saved as i64);
     let name = StoredValue::new(r.name.clone());
@@ -185,6 +190,7 @@ fn RolloutCard(r: RollingView, actions: EdgeActions) -> impl IntoView {
                     if r.global.changed_at > 0 { format_time(r.global.changed_at) } else { "never".into() }
                 )}</span>
             </header>
+            {editable.then(|| view! {
             <form class="form inline" on:submit=move |ev| {
                 ev.prevent_default();
                 actions.set.dispatch(SetRolloutPercent { name: name.get_value(), org: None, percent: draft.get_untracked(), row_version: Some(version) });
@@ -202,6 +208,7 @@ fn RolloutCard(r: RollingView, actions: EdgeActions) -> impl IntoView {
             <p class="muted small" data-testid="percent-preview">
                 {move || (draft.get() != saved as i64).then(|| preview_change(saved, draft.get().clamp(0, 100) as u8))}
             </p>
+            })}
             <h3>"Org overrides"</h3>
             <table class="grid compact">
                 <thead><tr><th scope="col">"Org"</th><th scope="col">"Percent"</th><th scope="col">"Previous"</th><th scope="col">"Changed"</th><th scope="col"><span class="sr-only">"Actions"</span></th></tr></thead>
@@ -214,15 +221,16 @@ fn RolloutCard(r: RollingView, actions: EdgeActions) -> impl IntoView {
                                 <td>{format!("{}%", e.percent)}</td>
                                 <td>{format!("{}%", e.previous_percent)}</td>
                                 <td>{format_time(e.changed_at)}</td>
-                                <td><button class="danger small" on:click=move |_| {
+                                <td>{editable.then(|| view! { <button class="danger small" on:click=move |_| {
                                     let ok = window().confirm_with_message(&format!("Remove the override of {}? Its customers route by the global percent again.", org_name.get_value())).unwrap_or(false);
                                     if ok { actions.remove.dispatch(RemoveOrgOverride { name: name.get_value(), org: org_name.get_value(), row_version: version }); }
-                                }>"Remove"</button></td>
+                                }>"Remove"</button> })}</td>
                             </tr>
                         }
                     }).collect_view()}
                 </tbody>
             </table>
+            {editable.then(|| view! {
             <form class="form inline" on:submit=move |ev| {
                 ev.prevent_default();
                 actions.set.dispatch(SetRolloutPercent {
@@ -236,7 +244,8 @@ fn RolloutCard(r: RollingView, actions: EdgeActions) -> impl IntoView {
                 <label>"Percent" <input type="number" min="0" max="100" step="1" bind:value=new_org_percent/></label>
                 <button type="submit">"Set override"</button>
             </form>
-            {(!retired).then(|| view! {
+            })}
+            {(editable && !retired).then(|| view! {
                 <button class="danger small" on:click=move |_| {
                     let ok = window().confirm_with_message(&format!("Delete rollout {}? Every customer goes back to the old path.", name.get_value())).unwrap_or(false);
                     if ok { actions.delete.dispatch(DeleteRollout { name: name.get_value(), row_version: version }); }

@@ -1,4 +1,5 @@
-//! Environments and their agent enrollment tokens (shown once, listed by prefix).
+//! Environments and their agent enrollment tokens (shown once, listed by prefix). Tokens
+//! are an environment admin's business; creating environments is for admins of all of them.
 
 use leptos::prelude::*;
 
@@ -6,12 +7,13 @@ use crate::api::error_text;
 use crate::api::fleet::{
     list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment, RevokeEnrollmentToken,
 };
-use crate::components::{current_env, use_env_name, ErrorBox};
+use crate::components::{current_env, use_env_name, use_session, Can, ErrorBox};
 use crate::types::format_time;
 
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
     let env_name = use_env_name();
+    let session = use_session();
     let create_env = ServerAction::<CreateEnvironment>::new();
     let create_token = ServerAction::<CreateEnrollmentToken>::new();
     let revoke = ServerAction::<RevokeEnrollmentToken>::new();
@@ -24,13 +26,15 @@ pub fn EnvironmentsPage() -> impl IntoView {
                 revoke.version().get(),
             )
         },
-        |(name, _, _, _)| async move {
-            match current_env(name).await? {
-                Some(env) => list_enrollment_tokens(env.id.clone())
-                    .await
-                    .map(|t| Some((env, t))),
-                None => Ok(None),
+        move |(name, _, _, _)| async move {
+            let Some(env) = current_env(name).await? else {
+                return Ok(None);
+            };
+            if !session.roles().await.can("admin", &env.id) {
+                return Ok(Some((env, None)));
             }
+            let tokens = list_enrollment_tokens(env.id.clone()).await?;
+            Ok(Some((env, Some(tokens))))
         },
     );
     let new_name = RwSignal::new(String::new());
@@ -42,7 +46,10 @@ pub fn EnvironmentsPage() -> impl IntoView {
                 match data.await {
                     Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
                     Ok(None) => view! { <p class="empty">"No environment yet: create one below."</p> }.into_any(),
-                    Ok(Some((env, tokens))) => {
+                    Ok(Some((env, None))) => view! {
+                        <p class="empty">{format!("Enrollment tokens of {} are managed by its admins.", env.name)}</p>
+                    }.into_any(),
+                    Ok(Some((env, Some(tokens)))) => {
                         let env_id = env.id.clone();
                         view! {
                             <section class="card">
@@ -100,6 +107,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
             }.into_any(),
             Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
         })}
+        <Can role="admin" env="*">
         <form class="card form" on:submit=move |ev| {
             ev.prevent_default();
             create_env.dispatch(CreateEnvironment { name: new_name.get_untracked() });
@@ -115,5 +123,6 @@ pub fn EnvironmentsPage() -> impl IntoView {
                 Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
             })}
         </form>
+        </Can>
     }
 }

@@ -5,19 +5,22 @@ use leptos::prelude::*;
 
 use crate::api::error_text;
 use crate::api::fleet::{fleet_nodes, RevokeNode};
-use crate::components::{current_env, use_env_name, use_tick, ErrorBox, LabelChips, StatusBadge};
+use crate::components::{
+    current_env, use_env_name, use_session, use_tick, ErrorBox, LabelChips, StatusBadge,
+};
 use crate::types::{format_age, FleetView, NodeView};
 
 #[component]
 pub fn FleetPage() -> impl IntoView {
     let env_name = use_env_name();
+    let session = use_session();
     let tick = use_tick(3_000);
     let revoke = ServerAction::<RevokeNode>::new();
     let fleet = Resource::new(
         move || (env_name.get(), tick.get(), revoke.version().get()),
         |(name, _, _)| async move {
             match current_env(name).await? {
-                Some(env) => fleet_nodes(env.id).await.map(|f| Some((env.name, f))),
+                Some(env) => fleet_nodes(env.id.clone()).await.map(|f| Some((env, f))),
                 None => Ok(None),
             }
         },
@@ -31,7 +34,11 @@ pub fn FleetPage() -> impl IntoView {
                     Ok(None) => view! {
                         <p class="empty">"No environment yet. Create one under Environments."</p>
                     }.into_any(),
-                    Ok(Some((env, f))) => view! { <FleetTable env f revoke/> }.into_any(),
+                    Ok(Some((env, f))) => {
+                        // Revoking a node is an admin's call; everyone else sees the fleet.
+                        let revoke = session.roles().await.can("admin", &env.id).then_some(revoke);
+                        view! { <FleetTable env=env.name f revoke/> }.into_any()
+                    }
                 }
             })}
         </Transition>
@@ -40,7 +47,11 @@ pub fn FleetPage() -> impl IntoView {
 }
 
 #[component]
-fn FleetTable(env: String, f: FleetView, revoke: ServerAction<RevokeNode>) -> impl IntoView {
+fn FleetTable(
+    env: String,
+    f: FleetView,
+    revoke: Option<ServerAction<RevokeNode>>,
+) -> impl IntoView {
     let count = f.nodes.len();
     let healthy = f.nodes.iter().filter(|n| n.status == "HEALTHY").count();
     if f.nodes.is_empty() {
@@ -76,7 +87,7 @@ fn FleetTable(env: String, f: FleetView, revoke: ServerAction<RevokeNode>) -> im
 }
 
 #[component]
-fn NodeRow(n: NodeView, revoke: ServerAction<RevokeNode>) -> impl IntoView {
+fn NodeRow(n: NodeView, revoke: Option<ServerAction<RevokeNode>>) -> impl IntoView {
     let (node_id, node_name) = (n.id.clone(), n.name.clone());
     let seen = n
         .last_seen_age_ms
@@ -118,14 +129,14 @@ fn NodeRow(n: NodeView, revoke: ServerAction<RevokeNode>) -> impl IntoView {
                     }.into_any()
                 }}
             </td>
-            <td>
+            <td>{revoke.map(|revoke| view! {
                 <button class="danger small" aria-label=format!("Revoke node {node_name}") on:click=move |_| {
                     let ok = window()
                         .confirm_with_message(&format!("Revoke node {node_name}? Its next poll is refused and it leaves the fleet."))
                         .unwrap_or(false);
                     if ok { revoke.dispatch(RevokeNode { node_id: node_id.clone() }); }
                 }>"Revoke"</button>
-            </td>
+            })}</td>
         </tr>
     }
 }

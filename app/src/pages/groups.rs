@@ -4,12 +4,13 @@ use leptos::prelude::*;
 
 use crate::api::error_text;
 use crate::api::fleet::{list_node_groups, CreateNodeGroup, DeleteNodeGroup};
-use crate::components::{current_env, use_env_name, ErrorBox, LabelChips};
+use crate::components::{current_env, use_env_name, use_session, ErrorBox, LabelChips};
 use crate::types::parse_label_text;
 
 #[component]
 pub fn GroupsPage() -> impl IntoView {
     let env_name = use_env_name();
+    let session = use_session();
     let create = ServerAction::<CreateNodeGroup>::new();
     let delete = ServerAction::<DeleteNodeGroup>::new();
     let groups = Resource::new(
@@ -44,6 +45,7 @@ pub fn GroupsPage() -> impl IntoView {
                     Ok(None) => view! { <p class="empty">"No environment yet."</p> }.into_any(),
                     Ok(Some((env, groups))) => {
                         let env_id = env.id.clone();
+                        let editor = session.roles().await.can("editor", &env.id);
                         view! {
                             <table class="grid" data-testid="groups-table">
                                 <thead><tr>
@@ -61,17 +63,18 @@ pub fn GroupsPage() -> impl IntoView {
                                                 <th scope="row">{g.name.clone()}</th>
                                                 <td><LabelChips labels=g.criteria.clone()/></td>
                                                 <td>{format!("{} - {}", g.matching_nodes.len(), g.matching_nodes.join(", "))}</td>
-                                                <td>
+                                                <td>{editor.then(|| view! {
                                                     <button class="danger small" on:click=move |_| {
                                                         let ok = window().confirm_with_message(&format!("Delete node group {group_name}?")).unwrap_or(false);
                                                         if ok { delete.dispatch(DeleteNodeGroup { id: id.clone() }); }
                                                     }>"Delete"</button>
-                                                </td>
+                                                })}</td>
                                             </tr>
                                         }
                                     }).collect_view()}
                                 </tbody>
                             </table>
+                            {editor.then(|| view! {
                             <form class="card form" on:submit=move |ev| {
                                 ev.prevent_default();
                                 if let Ok(c) = parse_label_text(&criteria.get_untracked()) {
@@ -91,6 +94,7 @@ pub fn GroupsPage() -> impl IntoView {
                                 {move || criteria_error.get().map(|m| view! { <p class="field-error">{m}</p> })}
                                 <button type="submit" disabled=move || criteria_error.get().is_some()>"Create group"</button>
                             </form>
+                            })}
                         }.into_any()
                     }
                 }

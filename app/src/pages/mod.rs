@@ -7,3 +7,5 @@ pub mod fleet;
 pub mod groups;
 pub mod pipeline;
 pub mod pipelines;
+pub mod signin;
+pub mod users;

@@ -4,12 +4,13 @@ use leptos::prelude::*;
 
 use crate::api::error_text;
 use crate::api::pipelines::{list_pipelines, CreatePipeline};
-use crate::components::{current_env, use_env_name, ErrorBox, LabelChips};
+use crate::components::{current_env, use_env_name, use_session, ErrorBox, LabelChips};
 use crate::types::{format_time, parse_label_text};
 
 #[component]
 pub fn PipelinesPage() -> impl IntoView {
     let env_name = use_env_name();
+    let session = use_session();
     let create = ServerAction::<CreatePipeline>::new();
     let list = Resource::new(
         move || (env_name.get(), create.version().get()),
@@ -32,6 +33,7 @@ pub fn PipelinesPage() -> impl IntoView {
                     Ok(None) => view! { <p class="empty">"No environment yet."</p> }.into_any(),
                     Ok(Some((env, pipelines))) => {
                         let env_id = env.id.clone();
+                        let editor = session.roles().await.can("editor", &env.id);
                         view! {
                             {if pipelines.is_empty() {
                                 view! { <p class="empty">"No pipelines yet."</p> }.into_any()
@@ -57,6 +59,7 @@ pub fn PipelinesPage() -> impl IntoView {
                                     </table>
                                 }.into_any()
                             }}
+                            {editor.then(|| view! {
                             <form class="card form" on:submit=move |ev| {
                                 ev.prevent_default();
                                 if let Ok(sel) = parse_label_text(&selector.get_untracked()) {
@@ -76,6 +79,7 @@ pub fn PipelinesPage() -> impl IntoView {
                                 {move || selector_error.get().map(|m| view! { <p class="field-error">{m}</p> })}
                                 <button type="submit" disabled=move || selector_error.get().is_some()>"Create pipeline"</button>
                             </form>
+                            })}
                         }.into_any()
                     }
                 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Authenticated;
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{hash_matches, new_id, new_token, token_hash, token_prefix};
+use crate::ids::{given_or_new_token, hash_matches, new_id, token_hash, token_prefix};
 use crate::{ControlError, Db, Result};
 
 /// What a token may do.
@@ -97,16 +97,7 @@ pub async fn create_api_token(
         TokenRole::EdgeConfig => "vfc_",
         TokenRole::Role(_) => "vfa_",
     };
-    let (value, minted) = match value {
-        Some(v) if v.len() < 16 => {
-            return Err(ControlError::invalid(
-                "token",
-                "tokens must be at least 16 characters",
-            ))
-        }
-        Some(v) => (v.to_string(), false),
-        None => (new_token(prefix), true),
-    };
+    let (value, minted) = given_or_new_token(value, prefix)?;
     let hash = token_hash(&value);
     let existing = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = $1"

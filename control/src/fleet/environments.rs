@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{hash_matches, new_id, new_token, token_hash, token_prefix};
+use crate::ids::{given_or_new_token, hash_matches, new_id, token_hash, token_prefix};
 use crate::{ControlError, Db, Result};
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -137,16 +137,7 @@ pub async fn create_enrollment_token(
     label: &str,
     now: i64,
 ) -> Result<(EnrollmentTokenRow, Option<String>)> {
-    let (value, minted) = match token {
-        Some(t) if t.len() < 16 => {
-            return Err(ControlError::invalid(
-                "token",
-                "enrollment tokens must be at least 16 characters",
-            ))
-        }
-        Some(t) => (t.to_string(), false),
-        None => (new_token("vfe_"), true),
-    };
+    let (value, minted) = given_or_new_token(token, "vfe_")?;
     let hash = token_hash(&value);
     if let Some(existing) = sqlx::query_as::<_, EnrollmentTokenRow>(
         "SELECT id, environment_id, prefix, label, created_at, revoked_at

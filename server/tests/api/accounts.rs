@@ -287,6 +287,11 @@ async fn after_five_failures_an_account_is_locked_even_for_the_right_password_un
     let still = app.sign_in(ANN, PASSWORD).await;
     assert_eq!(still.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(still.headers()[RETRY_AFTER], "60");
+    let page = still.text().await.unwrap();
+    assert!(
+        page.contains("too many failed sign-ins; try again in 1 minute<"),
+        "a browser shows why: {page}"
+    );
 
     app.clock.advance_ms(60_000);
     let open = app.sign_in(ANN, PASSWORD).await;

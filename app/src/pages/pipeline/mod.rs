@@ -12,7 +12,7 @@ mod deploy;
 mod history;
 mod rollout;
 
-use crate::components::{use_tick, ErrorBox, LabelChips, StatusBadge};
+use crate::components::{use_session, use_tick, ErrorBox, LabelChips, StatusBadge};
 use crate::types::{format_time, DiffView, PipelineDetail, PipelineNodeView, VersionView};
 use deploy::DeployForm;
 use history::History;
@@ -49,6 +49,16 @@ pub fn PipelinePage() -> impl IntoView {
         move || (id.get(), diff.from.get(), diff.to.get(), changes.get()),
         |(id, from, to, _)| diff_versions(id, from, to),
     );
+    // Whether the caller may deploy here: an editor of the pipeline's environment. Keyed on
+    // the id only, so the deploy dialog is not rebuilt (losing its draft) on every refresh.
+    let session = use_session();
+    let can_deploy = Resource::new(
+        move || id.get(),
+        move |id| async move {
+            let env = get_pipeline(id).await.ok()?.environment.id;
+            Some(session.roles().await.can("editor", &env))
+        },
+    );
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading pipeline..."</p> }>
             {move || Suspend::new(async move {
@@ -62,7 +72,11 @@ pub fn PipelinePage() -> impl IntoView {
                 }
             })}
         </Transition>
-        <DeployForm id deploy detail/>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                (can_deploy.await == Some(true)).then(|| view! { <DeployForm id deploy detail/> })
+            })}
+        </Transition>
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 match detail.await {
