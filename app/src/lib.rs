@@ -79,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
                     <Route path=path!("/audit") view=pages::audit::AuditPage/>
                     <Route path=path!("/users") view=UsersPage/>
+                    <Route path=path!("/account") view=pages::account::AccountPage/>
                     <Route path=path!("/signin") view=SignInPage/>
                     <Route path=path!("/setup") view=SetupPage/>
                 </Routes>

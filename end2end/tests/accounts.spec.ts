@@ -53,6 +53,29 @@ test.describe('signing in and out', () => {
     await expect(page).toHaveURL(/\/environments$/);
     await expect(page.getByRole('heading', { level: 1, name: 'Environments' })).toBeVisible();
   });
+
+  test('a user changes their own password, is signed out, and signs in with the new one', async ({ page, request }) => {
+    const email = `${unique('self')}@e2e.test`;
+    await callApi(request, 'user.create', { email, password: 'first-password-1', grants: [{ environment_id: '*', role: 'viewer' }] });
+    await signIn(page, email, 'first-password-1');
+    await page.getByTestId('signed-in-as').click();
+    await expect(page.getByRole('heading', { level: 1, name: 'Your account' })).toBeVisible();
+    await expect(page.getByRole('list', { name: 'Your roles' })).toContainText('viewer in all environments');
+
+    const form = page.getByRole('form', { name: 'Change password' });
+    await form.getByLabel('Current password').fill('not-my-password');
+    await form.getByLabel('New password').fill('second-password-2');
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await expect(form.getByRole('alert')).toContainText('current_password');
+
+    await form.getByLabel('Current password').fill('first-password-1');
+    await form.getByRole('button', { name: 'Change password' }).click();
+    await expect(form.getByRole('status')).toContainText('Password changed');
+    await page.goto('/');
+    await expect(page).toHaveURL(/\/signin/);
+    await signIn(page, email, 'second-password-2');
+    await expect(page.getByTestId('signed-in-as')).toHaveText(email);
+  });
 });
 
 test.describe('roles on the rollout view', () => {
@@ -160,6 +183,14 @@ test.describe('the users page', () => {
     const row = page.locator(`tr[data-user="${email}"]`);
     await expect(row).toContainText('editor in e2e');
     await expect(row).toContainText('active');
+
+    // A second role, everywhere; the first stays.
+    const roles = row.getByRole('form', { name: `Roles of ${email}` });
+    await roles.getByLabel('Role').selectOption('viewer');
+    await roles.getByLabel('Environment').selectOption({ label: 'All environments' });
+    await roles.getByRole('button', { name: 'Set role' }).click();
+    await expect(row).toContainText('viewer in All environments');
+    await expect(row).toContainText('editor in e2e');
 
     // An API token: shown once, listed by prefix, works until revoked.
     const name = unique('ci');

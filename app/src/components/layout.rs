@@ -118,7 +118,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     session.roles().await.name().map(|name| view! {
                         <div class="whoami">
                             <span class="sr-only">"Signed in as "</span>
-                            <span data-testid="signed-in-as">{name}</span>
+                            <a href="/account" data-testid="signed-in-as" title="Your account">{name}</a>
                             <form method="post" action="/signout">
                                 <button type="submit" class="small">"Sign out"</button>
                             </form>

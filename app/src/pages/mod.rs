@@ -1,5 +1,6 @@
 //! One module per page.
 
+pub mod account;
 pub mod audit;
 pub mod edge_config;
 pub mod environments;

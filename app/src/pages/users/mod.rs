@@ -6,7 +6,8 @@ mod tokens;
 use leptos::prelude::*;
 
 use crate::api::accounts::{
-    list_users, CreateUser, GrantView, RevokeUserSessions, SetUserDisabled, UserView,
+    list_users, CreateUser, GrantView, RevokeUserSessions, SetUserDisabled, SetUserGrants,
+    SetUserPassword, UserView,
 };
 use crate::api::error_text;
 use crate::api::fleet::list_environments;
@@ -40,6 +41,8 @@ type Environments = Resource<Result<Vec<EnvironmentView>, ServerFnError>>;
 struct UserActions {
     disable: ServerAction<SetUserDisabled>,
     revoke: ServerAction<RevokeUserSessions>,
+    grants: ServerAction<SetUserGrants>,
+    password: ServerAction<SetUserPassword>,
 }
 
 #[component]
@@ -48,6 +51,8 @@ pub fn UsersPage() -> impl IntoView {
     let actions = UserActions {
         disable: ServerAction::new(),
         revoke: ServerAction::new(),
+        grants: ServerAction::new(),
+        password: ServerAction::new(),
     };
     let envs: Environments = Resource::new(|| (), |_| list_environments());
     let users = Resource::new(
@@ -56,6 +61,7 @@ pub fn UsersPage() -> impl IntoView {
                 create.version().get(),
                 actions.disable.version().get(),
                 actions.revoke.version().get(),
+                actions.grants.version().get(),
             )
         },
         |_| list_users(),
@@ -74,6 +80,14 @@ pub fn UsersPage() -> impl IntoView {
                 })}
             </Transition>
             {move || actions.disable.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
+            {move || actions.grants.value().get().map(|r| match r {
+                Ok(u) => view! { <p class="ok" role="status">{format!("Roles of {} saved.", u.email)}</p> }.into_any(),
+                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+            })}
+            {move || actions.password.value().get().map(|r| match r {
+                Ok(()) => view! { <p class="ok" role="status">"Password set; the user was signed out everywhere."</p> }.into_any(),
+                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+            })}
             {move || actions.revoke.value().get().map(|r| match r {
                 Ok(n) => view! { <p class="ok" role="status">{format!("Signed out of {n} session(s).")}</p> }.into_any(),
                 Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
@@ -117,6 +131,10 @@ fn UserRow(u: UserView, envs: Vec<EnvironmentView>, actions: UserActions) -> imp
     let id = StoredValue::new(u.id.clone());
     let email = StoredValue::new(u.email.clone());
     let disabled = u.disabled;
+    let grants = StoredValue::new(u.grants.clone());
+    let new_role = RwSignal::new("viewer".to_string());
+    let new_env = RwSignal::new("*".to_string());
+    let env_options = environment_options(&envs);
     let roles = if u.grants.is_empty() {
         view! { <span class="muted">"none"</span> }.into_any()
     } else {
@@ -132,7 +150,32 @@ fn UserRow(u: UserView, envs: Vec<EnvironmentView>, actions: UserActions) -> imp
     view! {
         <tr data-user=u.email.clone()>
             <th scope="row">{u.email.clone()}</th>
-            <td>{roles}</td>
+            <td>
+                {roles}
+                <form class="form inline grant-edit" aria-label=format!("Roles of {}", u.email) on:submit=move |ev| {
+                    ev.prevent_default();
+                    let env = new_env.get_untracked();
+                    let role = new_role.get_untracked();
+                    let mut next = grants.get_value();
+                    next.retain(|g| g.environment_id != env);
+                    if role != "none" {
+                        next.push(GrantView { environment_id: env, role });
+                    }
+                    actions.grants.dispatch(SetUserGrants { user_id: id.get_value(), grants: next });
+                }>
+                    <select aria-label="Role" on:change=move |ev| new_role.set(event_target_value(&ev))>
+                        <option value="viewer" selected>"viewer"</option>
+                        <option value="editor">"editor"</option>
+                        <option value="admin">"admin"</option>
+                        <option value="none">"no role"</option>
+                    </select>
+                    <span class="muted">"in"</span>
+                    <select aria-label="Environment" on:change=move |ev| new_env.set(event_target_value(&ev))>
+                        {env_options}
+                    </select>
+                    <button type="submit" class="small" disabled=move || actions.grants.pending().get()>"Set role"</button>
+                </form>
+            </td>
             <td>{if disabled { "disabled" } else { "active" }}</td>
             <td>{format_time(u.created_at)}</td>
             <td><div class="row-actions">
@@ -151,6 +194,16 @@ fn UserRow(u: UserView, envs: Vec<EnvironmentView>, actions: UserActions) -> imp
                             .unwrap_or(false);
                         if ok { actions.revoke.dispatch(RevokeUserSessions { user_id: id.get_value() }); }
                     }>"Sign out everywhere"</button>
+                <button class="small" aria-label=format!("Reset the password of {}", u.email)
+                    on:click=move |_| {
+                        let given = window()
+                            .prompt_with_message(&format!("New password for {} (at least 10 characters). They are signed out everywhere.", email.get_value()))
+                            .ok()
+                            .flatten();
+                        if let Some(password) = given.filter(|p| !p.is_empty()) {
+                            actions.password.dispatch(SetUserPassword { user_id: id.get_value(), password });
+                        }
+                    }>"Reset password"</button>
             </div></td>
         </tr>
     }
