@@ -34,6 +34,12 @@ pub struct TransitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SignInLabels {
+    /// ok, failed, locked
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReleaseLabels {
     pub pipeline: String,
     pub status: String,
@@ -49,6 +55,8 @@ pub struct Metrics {
     pub transitions: Family<TransitionLabels, Counter>,
     /// 1 for each pipeline's latest release status; refreshed from the database at scrape.
     pub release_status: Family<ReleaseLabels, Gauge>,
+    /// Sign-in attempts by result: a climbing `failed` or any `locked` is worth an alert.
+    pub sign_ins: Family<SignInLabels, Counter>,
     registry: std::sync::Arc<Registry>,
 }
 
@@ -62,6 +70,7 @@ impl Default for Metrics {
         let gate_results = Family::<GateLabels, Counter>::default();
         let transitions = Family::<TransitionLabels, Counter>::default();
         let release_status = Family::<ReleaseLabels, Gauge>::default();
+        let sign_ins = Family::<SignInLabels, Counter>::default();
         let mut registry = Registry::with_prefix("vectorflow");
         registry.register(
             "gate_results",
@@ -93,7 +102,13 @@ impl Default for Metrics {
             "Agent protocol request latency",
             agent_latency.clone(),
         );
+        registry.register(
+            "sign_ins",
+            "Operator sign-in attempts by result (ok, failed, locked)",
+            sign_ins.clone(),
+        );
         Self {
+            sign_ins,
             config_polls,
             agent_requests,
             agent_latency,
@@ -132,6 +147,14 @@ impl Metrics {
         self.transitions
             .get_or_create(&TransitionLabels {
                 action: action.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn sign_in(&self, result: &str) {
+        self.sign_ins
+            .get_or_create(&SignInLabels {
+                result: result.to_string(),
             })
             .inc();
     }

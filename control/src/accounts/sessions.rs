@@ -33,7 +33,9 @@ pub async fn sign_in(
     ip: Option<&str>,
 ) -> Result<SignedIn> {
     let (user_id, email) = check_password(ctl, email, password, ip).await?;
-    open_session(ctl, &user_id, email, ip).await
+    let signed_in = open_session(ctl, &user_id, email, ip).await?;
+    ctl.metrics.sign_in("ok");
+    Ok(signed_in)
 }
 
 /// Verifies an account's password under the sign-in rate limits (429 past them); returns
@@ -49,6 +51,7 @@ pub async fn check_password(
     let keys = limiter::keys(&email, ip);
     if let Err(retry_after_secs) = ctl.login_limiter.check(&keys, now) {
         tracing::warn!(email, ip, "sign-in refused: too many failed attempts");
+        ctl.metrics.sign_in("locked");
         return Err(ControlError::TooManyAttempts { retry_after_secs });
     }
     let row: Option<(String, String, Option<i64>)> =
@@ -61,6 +64,7 @@ pub async fn check_password(
         Some((id, _, None)) if matches => id,
         _ => {
             ctl.login_limiter.record_failure(&keys, now);
+            ctl.metrics.sign_in("failed");
             tracing::warn!(email, ip, "sign-in failed");
             return Err(ControlError::invalid(
                 "password",

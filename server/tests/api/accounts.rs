@@ -298,6 +298,21 @@ async fn after_five_failures_an_account_is_locked_even_for_the_right_password_un
     assert_eq!(open.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&open), "/");
     assert!(session_cookie(&open).is_some_and(|c| c.starts_with("vfs_")));
+
+    // What an operator alerts on: failures and lockouts, counted on /metrics.
+    let metrics = reqwest::get(format!("{}/metrics", app.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "vectorflow_sign_ins_total{result=\"failed\"} 5",
+        "vectorflow_sign_ins_total{result=\"locked\"} 2",
+        "vectorflow_sign_ins_total{result=\"ok\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
 }
 
 #[tokio::test]
