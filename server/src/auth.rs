@@ -199,7 +199,15 @@ fn urlencode(s: &str) -> String {
 /// Where to go after signing in: only a path of this site (never `//evil.example`).
 fn local_path(next: Option<&str>) -> String {
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_string(),
+        // Browsers drop tabs and newlines from URLs ("/\t/evil" becomes "//evil"): refuse them.
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && !p.contains('\\')
+                && !p.chars().any(|c| c.is_control() || c.is_whitespace()) =>
+        {
+            p.to_string()
+        }
         _ => "/".to_string(),
     }
 }
@@ -412,6 +420,8 @@ mod tests {
         assert_eq!(local_path(Some("//evil.example/x")), "/");
         assert_eq!(local_path(Some("https://evil.example")), "/");
         assert_eq!(local_path(Some("/\\evil.example")), "/");
+        assert_eq!(local_path(Some("/\t/evil.example")), "/");
+        assert_eq!(local_path(Some("/\n/evil.example")), "/");
         assert_eq!(local_path(None), "/");
     }
 

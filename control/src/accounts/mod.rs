@@ -447,6 +447,24 @@ pub async fn complete_setup(
             "this setup link is invalid, used or expired; restart the server for a new one",
         ));
     }
+    // Bad input leaves the link usable, so the operator can correct it and submit again.
+    normalize_email("email", email)?;
+    passwords::validate("password", password)?;
+    // Claim the link before creating anyone: of two racing submissions only one gets it.
+    let claimed = sqlx::query(
+        "UPDATE setup_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
+    )
+    .bind(now)
+    .bind(token_hash(token))
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    if claimed != 1 {
+        return Err(ControlError::invalid(
+            "token",
+            "this setup link is invalid, used or expired; restart the server for a new one",
+        ));
+    }
     let grants = [Grant {
         environment_id: ALL_ENVIRONMENTS.into(),
         role: Role::Admin,
@@ -455,13 +473,7 @@ pub async fn complete_setup(
         name: "setup".into(),
         ip: ip.map(str::to_string),
     };
-    let user = create_user(db, &actor, email, password, &grants, now).await?;
-    sqlx::query("UPDATE setup_tokens SET used_at = $1 WHERE token_hash = $2")
-        .bind(now)
-        .bind(token_hash(token))
-        .execute(&db.pool)
-        .await?;
-    Ok(user)
+    create_user(db, &actor, email, password, &grants, now).await
 }
 
 /// The principal of a user id (sessions resolve through this).
