@@ -1,65 +1,21 @@
-//! Who may do what. Roles are held per environment (or in every environment, `*`) by
-//! principals: signed-in users and API tokens. [`authorize`] is the one check every server
-//! function and admin route makes before it acts; the rules it applies are the pure
-//! functions below, tested beside them.
-//!
-//! | role   | may                                                                       |
-//! |--------|---------------------------------------------------------------------------|
-//! | viewer | read everything in the environment                                        |
-//! | editor | + deploy, create releases, advance/complete/broaden, roll back its own    |
-//! |        |   releases, label nodes, manage node groups                               |
-//! | admin  | + roll back anyone's release, enrollment and API tokens, revoke nodes     |
-//!
-//! Objects that belong to no environment (users, the edge config, the audit log, creating
-//! environments) need the role in every environment (`*`).
-
-use serde::{Deserialize, Serialize};
+//! Who may do what, enforced: [`authorize`] is the one check every server function and
+//! admin route makes before it acts. The role rules themselves are pure and live in
+//! `vf_rules::access` (the browser uses them too, to hide what a role cannot do); this
+//! module finds where an object lives and applies them to the caller.
 
 use crate::audit::Actor;
 use crate::{ControlError, Db, Result};
 
-/// A role, ordered: every role may do what the roles below it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Viewer,
-    Editor,
-    Admin,
+pub use vf_rules::access::{role_for_release_action, role_in, Grant, Role, ALL_ENVIRONMENTS};
+
+/// Parses a role named in `field` of a request.
+pub fn parse_role(field: &str, s: &str) -> Result<Role> {
+    Role::from_name(s).map_err(|message| ControlError::invalid(field, message))
 }
 
-impl Role {
-    pub const ALL: [Role; 3] = [Role::Viewer, Role::Editor, Role::Admin];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Editor => "editor",
-            Role::Admin => "admin",
-        }
-    }
-
-    /// Parses a role named in `field` of a request.
-    pub fn parse(field: &str, s: &str) -> Result<Role> {
-        match s.trim() {
-            "viewer" => Ok(Role::Viewer),
-            "editor" => Ok(Role::Editor),
-            "admin" => Ok(Role::Admin),
-            other => Err(ControlError::invalid(
-                field,
-                format!("must be viewer, editor or admin, got {other:?}"),
-            )),
-        }
-    }
-}
-
-/// A grant's environment meaning "every environment".
-pub const ALL_ENVIRONMENTS: &str = "*";
-
-/// A role held in one environment, or in all of them (`environment_id == "*"`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Grant {
-    pub environment_id: String,
-    pub role: Role,
+/// [`vf_rules::access::check`], refusing with 403.
+pub fn check(held: Option<Role>, need: Role, place: &str) -> Result<()> {
+    vf_rules::access::check(held, need, place).map_err(ControlError::Forbidden)
 }
 
 /// Who is asking.
@@ -101,31 +57,6 @@ impl Principal {
     /// The role held in every environment, for objects outside any environment.
     pub fn global_role(&self) -> Option<Role> {
         role_in(&self.grants, ALL_ENVIRONMENTS)
-    }
-}
-
-/// The highest role `grants` give in `environment_id`; `"*"` asks for the global role.
-pub fn role_in(grants: &[Grant], environment_id: &str) -> Option<Role> {
-    grants
-        .iter()
-        .filter(|g| {
-            g.environment_id == ALL_ENVIRONMENTS
-                || (environment_id != ALL_ENVIRONMENTS && g.environment_id == environment_id)
-        })
-        .map(|g| g.role)
-        .max()
-}
-
-/// The role a release action needs: rolling back someone else's release is an admin's call;
-/// everything else an editor may do.
-pub fn role_for_release_action(
-    action: vf_rules::Action,
-    release_created_by: &str,
-    actor: &str,
-) -> Role {
-    match action {
-        vf_rules::Action::Rollback if release_created_by != actor => Role::Admin,
-        _ => Role::Editor,
     }
 }
 
@@ -171,10 +102,13 @@ pub async fn authorize(
         ),
         other => {
             let env = environment_of(db, other).await?;
-            (
-                p.role_in(&env),
-                format!("environment {}", env_name(db, &env).await?),
-            )
+            let held = p.role_in(&env);
+            // Name the environment only to someone who may see it.
+            let place = match held {
+                Some(_) => format!("environment {}", env_name(db, &env).await?),
+                None => "its environment".to_string(),
+            };
+            (held, place)
         }
     };
     check(held, need, &place)?;
@@ -182,22 +116,6 @@ pub async fn authorize(
         actor: p.actor(),
         role: held.unwrap_or(need),
     })
-}
-
-/// The pure part of [`authorize`]: is `held` enough for `need`?
-pub fn check(held: Option<Role>, need: Role, place: &str) -> Result<()> {
-    match held {
-        Some(r) if r >= need => Ok(()),
-        Some(r) => Err(ControlError::Forbidden(format!(
-            "your role in {place} is {}; this needs {}",
-            r.as_str(),
-            need.as_str()
-        ))),
-        None => Err(ControlError::Forbidden(format!(
-            "you have no role in {place}; this needs {}",
-            need.as_str()
-        ))),
-    }
 }
 
 /// The environment an object belongs to.
@@ -238,79 +156,4 @@ async fn env_name(db: &Db, id: &str) -> Result<String> {
             .await?
             .unwrap_or_else(|| id.to_string()),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn grant(env: &str, role: Role) -> Grant {
-        Grant {
-            environment_id: env.into(),
-            role,
-        }
-    }
-
-    #[test]
-    fn a_role_covers_the_roles_below_it_and_nothing_above() {
-        assert!(check(Some(Role::Admin), Role::Editor, "e").is_ok());
-        assert!(check(Some(Role::Editor), Role::Editor, "e").is_ok());
-        let refused = check(Some(Role::Viewer), Role::Editor, "environment prod").unwrap_err();
-        assert_eq!(refused.status_code(), 403);
-        assert_eq!(
-            refused.to_string(),
-            "your role in environment prod is viewer; this needs editor"
-        );
-        assert_eq!(
-            check(None, Role::Viewer, "e").unwrap_err().status_code(),
-            403
-        );
-    }
-
-    #[test]
-    fn a_grant_applies_to_its_environment_and_star_to_all() {
-        let grants = vec![grant("staging", Role::Editor), grant("*", Role::Viewer)];
-        assert_eq!(role_in(&grants, "staging"), Some(Role::Editor));
-        assert_eq!(role_in(&grants, "prod"), Some(Role::Viewer));
-        assert_eq!(role_in(&grants, "*"), Some(Role::Viewer));
-        let scoped = vec![grant("staging", Role::Admin)];
-        assert_eq!(role_in(&scoped, "prod"), None);
-        assert_eq!(
-            role_in(&scoped, "*"),
-            None,
-            "an environment grant is not global"
-        );
-    }
-
-    #[test]
-    fn rolling_back_someone_elses_release_needs_admin() {
-        use vf_rules::Action;
-        assert_eq!(
-            role_for_release_action(Action::Rollback, "ann", "ann"),
-            Role::Editor
-        );
-        assert_eq!(
-            role_for_release_action(Action::Rollback, "ann", "bob"),
-            Role::Admin
-        );
-        assert_eq!(
-            role_for_release_action(Action::Advance, "ann", "bob"),
-            Role::Editor
-        );
-        assert_eq!(
-            role_for_release_action(Action::Complete, "ann", "bob"),
-            Role::Editor
-        );
-    }
-
-    #[test]
-    fn roles_parse_naming_the_field() {
-        assert_eq!(Role::parse("role", "editor").ok(), Some(Role::Editor));
-        assert_eq!(
-            Role::parse("grants[0].role", "owner")
-                .unwrap_err()
-                .to_string(),
-            "grants[0].role: must be viewer, editor or admin, got \"owner\""
-        );
-    }
 }

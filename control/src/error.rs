@@ -59,7 +59,16 @@ impl ControlError {
 }
 
 impl From<sqlx::Error> for ControlError {
+    /// A unique violation that got past a function's own checks is a race with another
+    /// request creating the same thing: a conflict, not a server error.
     fn from(e: sqlx::Error) -> Self {
+        if e.as_database_error()
+            .is_some_and(|d| d.is_unique_violation())
+        {
+            return Self::Conflict(
+                "another request just created the same thing; reload and try again".into(),
+            );
+        }
         Self::Internal(anyhow::Error::new(e).context("database"))
     }
 }

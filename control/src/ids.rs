@@ -50,9 +50,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The first characters of a token, safe to show in lists.
-pub fn token_prefix(token: &str) -> String {
-    token.chars().take(10).collect()
+/// What lists show of a token: the first characters of a minted one (6 of its 48 random
+/// hex digits), nothing of a value an operator chose (it may be short, or a password).
+pub fn shown_prefix(token: &str, minted: bool) -> String {
+    if minted {
+        token.chars().take(10).collect()
+    } else {
+        "(from a variable)".to_string()
+    }
 }
 
 #[cfg(test)]

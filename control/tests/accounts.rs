@@ -111,7 +111,7 @@ async fn accounts_story(db: TestDb) {
     assert_eq!(refused.status_code(), 403);
     assert_eq!(
         refused.to_string(),
-        "you have no role in environment prod; this needs viewer"
+        "you have no role in its environment; this needs viewer"
     );
 
     // The session ends at its expiry, and at once when the user is disabled.
@@ -258,4 +258,193 @@ async fn the_setup_link_creates_one_admin_once_on_sqlite() {
 #[tokio::test]
 async fn the_setup_link_creates_one_admin_once_on_postgres() {
     setup_link_works_once(TestDb::postgres().await).await;
+}
+
+async fn tokens_never_outrank_their_creator(db: TestDb) {
+    let (ctl, _clock) = control(&db).await;
+    let system = Actor::system("system");
+    let staging = fleet::create_environment(&ctl.db, &system, "staging", T0)
+        .await
+        .unwrap();
+    accounts::bootstrap_admin(&ctl.db, "root@example.com", PASSWORD, T0)
+        .await
+        .unwrap();
+    let bob = accounts::create_user(
+        &ctl.db,
+        &system,
+        "bob@example.com",
+        PASSWORD,
+        &[grant(&staging.id, Role::Admin)],
+        T0,
+    )
+    .await
+    .unwrap();
+    let as_bob = Actor::system("bob@example.com");
+    let mint = |name: &'static str, role: Role| {
+        let (db, actor, env) = (&ctl.db, &as_bob, staging.id.clone());
+        async move {
+            accounts::create_api_token(db, actor, name, &env, TokenRole::Role(role), None, T0)
+                .await
+                .unwrap()
+                .1
+                .unwrap()
+        }
+    };
+    let admin_token = mint("bob-admin", Role::Admin).await;
+    let viewer_token = mint("bob-viewer", Role::Viewer).await;
+    let alive = |token: String| {
+        let db = &ctl.db;
+        async move {
+            accounts::authenticate(db, None, Some(&token), None, T0)
+                .await
+                .unwrap()
+                .principal
+                .is_some()
+        }
+    };
+
+    // Demoted to editor: the admin token goes, the viewer token stays.
+    accounts::set_grants(
+        &ctl.db,
+        &system,
+        &bob.id,
+        &[grant(&staging.id, Role::Editor)],
+        T0,
+    )
+    .await
+    .unwrap();
+    assert!(!alive(admin_token).await);
+    assert!(alive(viewer_token.clone()).await);
+
+    // Disabled: everything Bob minted stops working.
+    accounts::set_disabled(&ctl.db, &system, &bob.id, true, T0)
+        .await
+        .unwrap();
+    assert!(!alive(viewer_token).await);
+
+    // A token name is one actor: taken names are refused, even once revoked.
+    let again = accounts::create_api_token(
+        &ctl.db,
+        &system,
+        "bob-viewer",
+        &staging.id,
+        TokenRole::Role(Role::Viewer),
+        None,
+        T0,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(again.status_code(), 409);
+}
+
+async fn a_bootstrap_variable_with_a_new_value_rotates_its_token(db: TestDb) {
+    let (ctl, _clock) = control(&db).await;
+    let system = Actor::system("system");
+    let register = |value: &'static str| {
+        let (db, actor) = (&ctl.db, &system);
+        async move {
+            accounts::create_api_token(
+                db,
+                actor,
+                "bootstrap",
+                ALL_ENVIRONMENTS,
+                TokenRole::Role(Role::Admin),
+                Some(value),
+                T0,
+            )
+            .await
+            .unwrap()
+            .0
+        }
+    };
+    let first = register("first-bootstrap-value-0001").await;
+    assert_eq!(
+        first.prefix, "(from a variable)",
+        "none of a chosen value is shown"
+    );
+    assert_eq!(
+        register("first-bootstrap-value-0001").await.id,
+        first.id,
+        "idempotent"
+    );
+    register("second-bootstrap-value-0002").await;
+    let works = |token: &'static str| {
+        let db = &ctl.db;
+        async move {
+            accounts::authenticate(db, None, Some(token), None, T0)
+                .await
+                .unwrap()
+                .principal
+                .is_some()
+        }
+    };
+    assert!(
+        !works("first-bootstrap-value-0001").await,
+        "the old value is revoked"
+    );
+    assert!(works("second-bootstrap-value-0002").await);
+}
+
+async fn two_admins_demoting_each_other_at_once_leave_one_admin(db: TestDb) {
+    let (ctl, _clock) = control(&db).await;
+    let system = Actor::system("system");
+    let make = |email: &'static str| {
+        let (db, actor) = (&ctl.db, &system);
+        async move {
+            accounts::create_user(db, actor, email, PASSWORD, &[grant("*", Role::Admin)], T0)
+                .await
+                .unwrap()
+        }
+    };
+    let (a, b) = (make("a@example.com").await, make("b@example.com").await);
+    let demote = |id: String| {
+        let (db, actor) = (&ctl.db, &system);
+        async move { accounts::set_grants(db, actor, &id, &[grant("*", Role::Viewer)], T0).await }
+    };
+    let (ra, rb) = tokio::join!(demote(a.id.clone()), demote(b.id.clone()));
+    assert_eq!(
+        usize::from(ra.is_ok()) + usize::from(rb.is_ok()),
+        1,
+        "exactly one demotion wins: {ra:?} {rb:?}"
+    );
+    let admins = accounts::list_users(&ctl.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|u| u.grants.contains(&grant("*", Role::Admin)))
+        .count();
+    assert_eq!(admins, 1);
+}
+
+#[tokio::test]
+async fn tokens_never_outrank_their_creator_on_sqlite() {
+    tokens_never_outrank_their_creator(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn tokens_never_outrank_their_creator_on_postgres() {
+    tokens_never_outrank_their_creator(TestDb::postgres().await).await;
+}
+
+#[tokio::test]
+async fn a_bootstrap_variable_with_a_new_value_rotates_its_token_on_sqlite() {
+    a_bootstrap_variable_with_a_new_value_rotates_its_token(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn a_bootstrap_variable_with_a_new_value_rotates_its_token_on_postgres() {
+    a_bootstrap_variable_with_a_new_value_rotates_its_token(TestDb::postgres().await).await;
+}
+
+#[tokio::test]
+async fn two_admins_demoting_each_other_at_once_leave_one_admin_on_sqlite() {
+    two_admins_demoting_each_other_at_once_leave_one_admin(TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_admins_demoting_each_other_at_once_leave_one_admin_on_postgres() {
+    // A race: run it often enough that, without the lock, both demotions would win.
+    for _ in 0..10 {
+        two_admins_demoting_each_other_at_once_leave_one_admin(TestDb::postgres().await).await;
+    }
 }

@@ -14,6 +14,7 @@
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
 //! - [`release`]: release statuses, operator actions and what happens when a bake ends.
 
+pub mod access;
 pub mod fencing;
 pub mod gates;
 pub mod percent;

@@ -212,6 +212,16 @@ fn local_path(next: Option<&str>) -> String {
     }
 }
 
+/// Whether the cookie must be `Secure`: `VF_PUBLIC_URL` is https, or the TLS-terminating
+/// proxy says the browser came over https.
+fn secure_request(settings: &AuthSettings, headers: &HeaderMap) -> bool {
+    settings.secure_cookies
+        || headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
 fn session_cookie(value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
@@ -241,17 +251,19 @@ struct SignInForm {
 async fn sign_in(
     State(state): State<AppState>,
     ip: Option<axum::Extension<ClientIp>>,
+    headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Response {
     let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
     let next = local_path(form.next.as_deref());
+    let secure = secure_request(&state.auth, &headers);
     match accounts::sign_in(&state.control, &form.email, &form.password, ip.as_deref()).await {
         Ok(signed_in) => {
             let max_age = (signed_in.expires_at - state.control.now()) / 1000;
             let mut resp = Redirect::to(&next).into_response();
             resp.headers_mut().insert(
                 header::SET_COOKIE,
-                session_cookie(&signed_in.token, max_age, state.auth.secure_cookies),
+                session_cookie(&signed_in.token, max_age, secure),
             );
             resp
         }
@@ -282,15 +294,13 @@ async fn sign_in(
                 )
                     .into_response();
             }
-            let message = match &e {
-                ControlError::Invalid { message, .. } => message.clone(),
-                other => other.to_string(),
+            // A code, not text: the page maps it to its own words, so a crafted link cannot
+            // put an attacker's message on the sign-in page.
+            let code = match &e {
+                ControlError::Invalid { field, .. } if field == "email" => "email",
+                _ => "credentials",
             };
-            let location = format!(
-                "/signin?error={}&next={}",
-                urlencode(&message),
-                urlencode(&next)
-            );
+            let location = format!("/signin?error={code}&next={}", urlencode(&next));
             Redirect::to(&location).into_response()
         }
     }
@@ -318,7 +328,7 @@ async fn sign_out(
     let mut resp = Redirect::to("/signin").into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie("", 0, state.auth.secure_cookies),
+        session_cookie("", 0, secure_request(&state.auth, &headers)),
     );
     resp
 }
@@ -359,12 +369,17 @@ async fn setup(
             );
             Redirect::to("/signin?setup=done").into_response()
         }
-        Err(ControlError::Invalid { field, message }) => Redirect::to(&format!(
-            "/setup?token={}&error={}",
-            urlencode(&form.token),
-            urlencode(&format!("{field}: {message}"))
-        ))
-        .into_response(),
+        Err(ControlError::Invalid { field, .. }) => {
+            let code = match field.as_str() {
+                "email" | "password" | "token" => field.as_str(),
+                _ => "invalid",
+            };
+            Redirect::to(&format!(
+                "/setup?token={}&error={code}",
+                urlencode(&form.token)
+            ))
+            .into_response()
+        }
         Err(e) => ApiError(e).into_response(),
     }
 }

@@ -24,22 +24,21 @@ pub struct MeView {
 }
 
 impl MeView {
-    fn rank(role: &str) -> u8 {
-        match role {
-            "viewer" => 1,
-            "editor" => 2,
-            "admin" => 3,
-            _ => 0,
-        }
-    }
-
-    /// Whether the caller holds at least `role` in `environment_id` (`*`: everywhere).
+    /// Whether the caller holds at least `role` in `environment_id` (`*`: every
+    /// environment), by the same rules the server enforces (`vf_rules::access`).
     pub fn can(&self, role: &str, environment_id: &str) -> bool {
-        self.grants.iter().any(|g| {
-            (g.environment_id == "*"
-                || (environment_id != "*" && g.environment_id == environment_id))
-                && Self::rank(&g.role) >= Self::rank(role)
-        })
+        use vf_rules::access::{role_in, Grant, Role};
+        let grants: Vec<Grant> = self
+            .grants
+            .iter()
+            .filter_map(|g| {
+                Some(Grant {
+                    environment_id: g.environment_id.clone(),
+                    role: Role::from_name(&g.role).ok()?,
+                })
+            })
+            .collect();
+        Role::from_name(role).is_ok_and(|need| role_in(&grants, environment_id) >= Some(need))
     }
 }
 
@@ -85,7 +84,7 @@ fn parse_grants(grants: Vec<GrantView>) -> Result<Vec<vf_control::access::Grant>
         .map(|(i, g)| {
             Ok(vf_control::access::Grant {
                 environment_id: g.environment_id.trim().to_string(),
-                role: vf_control::access::Role::parse(&format!("grants[{i}].role"), &g.role)
+                role: vf_control::access::parse_role(&format!("grants[{i}].role"), &g.role)
                     .map_err(super::server::fail)?,
             })
         })

@@ -65,7 +65,8 @@ pub fn normalize_email(field: &str, raw: &str) -> Result<String> {
         && email
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+        // No ':' (never in real addresses): `token:<name>` names API tokens in the audit log.
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control() || c == ':');
     if !valid {
         return Err(ControlError::invalid(
             field,
@@ -194,7 +195,7 @@ pub async fn grants_of(db: &Db, user_id: &str) -> Result<Vec<Grant>> {
         .map(|(environment_id, role)| {
             Ok(Grant {
                 environment_id,
-                role: Role::parse("role", &role)?,
+                role: crate::access::parse_role("role", &role)?,
             })
         })
         .collect()
@@ -237,17 +238,35 @@ async fn get_user(db: &Db, user_id: &str) -> Result<User> {
     })
 }
 
-/// Refuses a change that would leave no enabled user with the admin role everywhere: nobody
-/// could manage users or tokens afterwards.
-async fn keep_one_admin(db: &Db, user_id: &str, field: &str) -> Result<()> {
-    let others: i64 = sqlx::query_scalar(
+/// The advisory lock key serialising changes to who administers everything (PostgreSQL;
+/// "vf-admin" in ASCII). SQLite's single connection already serialises them.
+const ADMINS_LOCK: i64 = 0x7666_2d61_646d_696e;
+
+/// Taken first in a transaction that may remove an admin of every environment.
+async fn lock_admins(conn: &mut sqlx::AnyConnection) -> Result<()> {
+    if conn.backend_name() == "PostgreSQL" {
+        sqlx::query(crate::sql!("SELECT pg_advisory_xact_lock({ADMINS_LOCK})"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+fn is_global_admin(grants: &[Grant]) -> bool {
+    crate::access::role_in(grants, ALL_ENVIRONMENTS) == Some(Role::Admin)
+}
+
+/// Checked inside the transaction, after the change: refuses (and so rolls back) a change
+/// that leaves no enabled admin of every environment, since nobody could then manage users
+/// or tokens.
+async fn ensure_an_admin_remains(conn: &mut sqlx::AnyConnection, field: &str) -> Result<()> {
+    let admins: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM users u JOIN role_grants g ON g.user_id = u.id
-         WHERE u.id <> $1 AND u.disabled_at IS NULL AND g.environment_id = '*' AND g.role = 'admin'",
+         WHERE u.disabled_at IS NULL AND g.environment_id = '*' AND g.role = 'admin'",
     )
-    .bind(user_id)
-    .fetch_one(&db.pool)
+    .fetch_one(&mut *conn)
     .await?;
-    if others == 0 {
+    if admins == 0 {
         return Err(ControlError::invalid(
             field,
             "this is the last enabled admin of every environment; make someone else admin first",
@@ -266,13 +285,14 @@ pub async fn set_grants(
 ) -> Result<User> {
     let before = get_user(db, user_id).await?;
     validate_grants(db, grants).await?;
-    let stays_admin = crate::access::role_in(grants, ALL_ENVIRONMENTS) == Some(Role::Admin);
-    if !stays_admin && crate::access::role_in(&before.grants, ALL_ENVIRONMENTS) == Some(Role::Admin)
-    {
-        keep_one_admin(db, user_id, "grants").await?;
-    }
     let mut tx = db.pool.begin().await?;
+    lock_admins(&mut tx).await?;
     write_grants(&mut tx, user_id, grants).await?;
+    if is_global_admin(&before.grants) && !is_global_admin(grants) {
+        ensure_an_admin_remains(&mut tx, "grants").await?;
+    }
+    // Tokens the user minted never outrank them.
+    let revoked = tokens::revoke_beyond(&mut tx, &before.email, Some(grants), now).await?;
     audit::record(
         &mut tx,
         now,
@@ -282,7 +302,12 @@ pub async fn set_grants(
             target_kind: "user",
             target_id: user_id,
             environment_id: None,
-            details: json!({ "email": before.email, "before": before.grants, "after": grants }),
+            details: json!({
+                "email": before.email,
+                "before": before.grants,
+                "after": grants,
+                "revoked_api_tokens": revoked,
+            }),
         },
     )
     .await?;
@@ -299,17 +324,21 @@ pub async fn set_disabled(
     now: i64,
 ) -> Result<User> {
     let before = get_user(db, user_id).await?;
-    if disabled && before.disabled_at.is_none() {
-        keep_one_admin_if_admin(db, &before).await?;
-    }
     let mut tx = db.pool.begin().await?;
+    lock_admins(&mut tx).await?;
     sqlx::query("UPDATE users SET disabled_at = $1 WHERE id = $2")
         .bind(disabled.then_some(now))
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
+    let mut revoked = Vec::new();
     if disabled {
+        if is_global_admin(&before.grants) {
+            ensure_an_admin_remains(&mut tx, "user_id").await?;
+        }
         sessions::revoke_all_in(&mut tx, user_id, now).await?;
+        // Nothing a disabled user minted keeps working.
+        revoked = tokens::revoke_beyond(&mut tx, &before.email, None, now).await?;
     }
     audit::record(
         &mut tx,
@@ -324,19 +353,12 @@ pub async fn set_disabled(
             target_kind: "user",
             target_id: user_id,
             environment_id: None,
-            details: json!({ "email": before.email }),
+            details: json!({ "email": before.email, "revoked_api_tokens": revoked }),
         },
     )
     .await?;
     tx.commit().await?;
     get_user(db, user_id).await
-}
-
-async fn keep_one_admin_if_admin(db: &Db, user: &User) -> Result<()> {
-    if crate::access::role_in(&user.grants, ALL_ENVIRONMENTS) == Some(Role::Admin) {
-        keep_one_admin(db, &user.id, "user_id").await?;
-    }
-    Ok(())
 }
 
 /// Sets a new password and revokes the user's sessions (an admin's reset, or your own).
@@ -392,8 +414,12 @@ pub async fn bootstrap_admin(db: &Db, email: &str, password: &str, now: i64) -> 
         environment_id: ALL_ENVIRONMENTS.into(),
         role: Role::Admin,
     }];
-    create_user(db, &Actor::system("system"), email, password, &grants, now).await?;
-    Ok(true)
+    match create_user(db, &Actor::system("system"), email, password, &grants, now).await {
+        Ok(_) => Ok(true),
+        // Another replica starting on the same database created it first.
+        Err(ControlError::Conflict(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// How long a setup link stays valid.
@@ -503,7 +529,14 @@ mod tests {
             normalize_email("email", "  Ops@Example.COM ").unwrap(),
             "ops@example.com"
         );
-        for bad in ["", "ops", "@example.com", "ops@", "o ps@example.com"] {
+        for bad in [
+            "",
+            "ops",
+            "@example.com",
+            "ops@",
+            "o ps@example.com",
+            "token:ci@example.com",
+        ] {
             assert_eq!(
                 normalize_email("email", bad).unwrap_err().to_string(),
                 "email: must be an email address like ops@example.com",

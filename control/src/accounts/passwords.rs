@@ -2,8 +2,11 @@
 //! baseline), run on the blocking pool so a sign-in never stalls the async runtime.
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use std::sync::LazyLock;
+
 use argon2::Argon2;
 use rand::RngCore;
+use tokio::sync::Semaphore;
 
 use crate::{ControlError, Result};
 
@@ -30,10 +33,28 @@ pub fn validate(field: &str, password: &str) -> Result<()> {
     Ok(())
 }
 
+/// Hashes computed at once: one per core. Each takes 19 MiB and a blocking thread; a flood
+/// of sign-ins queues here instead of exhausting memory.
+static HASHING: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+
+/// Runs `work` on the blocking pool once a hashing permit is free.
+async fn hashing<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let _permit = HASHING
+        .acquire()
+        .await
+        .map_err(|_| ControlError::Internal(anyhow::anyhow!("password hashing is shut down")))?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ControlError::Internal(anyhow::anyhow!("password hashing task: {e}")))?
+}
+
 /// The PHC string (`$argon2id$v=19$...`) stored for `password`.
 pub async fn hash(password: &str) -> Result<String> {
     let password = password.to_string();
-    tokio::task::spawn_blocking(move || {
+    hashing(move || {
         let mut salt = [0u8; 16];
         rand::rng().fill_bytes(&mut salt);
         let salt = SaltString::encode_b64(&salt).map_err(|e| anyhow::anyhow!("salt: {e}"))?;
@@ -43,15 +64,18 @@ pub async fn hash(password: &str) -> Result<String> {
             .map_err(|e| ControlError::Internal(anyhow::anyhow!("hashing a password: {e}")))
     })
     .await
-    .map_err(|e| anyhow::anyhow!("password hashing task: {e}"))?
 }
 
 /// Whether `password` matches the stored PHC string. `None` (an unknown account) still
 /// spends the time of one verification, so response times do not tell which emails exist.
 pub async fn verify(password: &str, stored: Option<&str>) -> Result<bool> {
+    if password.chars().count() > MAX_PASSWORD_CHARS {
+        // No stored password is this long; hashing megabytes would only serve an attacker.
+        return Ok(false);
+    }
     let password = password.to_string();
     let stored = stored.map(str::to_string);
-    tokio::task::spawn_blocking(move || {
+    hashing(move || {
         let phc = stored.as_deref().unwrap_or(DUMMY_HASH);
         let parsed = PasswordHash::new(phc).map_err(|e| anyhow::anyhow!("stored hash: {e}"))?;
         let ok = Argon2::default()
@@ -60,7 +84,6 @@ pub async fn verify(password: &str, stored: Option<&str>) -> Result<bool> {
         Ok(ok && stored.is_some())
     })
     .await
-    .map_err(|e| anyhow::anyhow!("password verification task: {e}"))?
 }
 
 /// The argon2id hash of a random password nobody knows, verified against for unknown emails.

@@ -17,11 +17,22 @@ pub const COOKIE: &str = "vf_session";
 const SESSION_HISTORY_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// A successful sign-in: the cookie value (shown to nobody else) and when it expires.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SignedIn {
     pub token: String,
     pub expires_at: i64,
     pub email: String,
+}
+
+impl std::fmt::Debug for SignedIn {
+    /// Never prints the session token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedIn")
+            .field("token", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .field("email", &self.email)
+            .finish()
+    }
 }
 
 /// Checks email and password (argon2id on the blocking pool) under the rate limits, then
@@ -49,7 +60,7 @@ pub async fn check_password(
     let now = ctl.now();
     let email = normalize_email("email", email)?;
     let keys = limiter::keys(&email, ip);
-    if let Err(retry_after_secs) = ctl.login_limiter.check(&keys, now) {
+    if let Err(retry_after_secs) = ctl.login_limiter.attempt(&keys, now) {
         tracing::warn!(email, ip, "sign-in refused: too many failed attempts");
         ctl.metrics.sign_in("locked");
         return Err(ControlError::TooManyAttempts { retry_after_secs });
@@ -63,7 +74,6 @@ pub async fn check_password(
     let user_id = match row {
         Some((id, _, None)) if matches => id,
         _ => {
-            ctl.login_limiter.record_failure(&keys, now);
             ctl.metrics.sign_in("failed");
             tracing::warn!(email, ip, "sign-in failed");
             return Err(ControlError::invalid(
@@ -72,7 +82,7 @@ pub async fn check_password(
             ));
         }
     };
-    ctl.login_limiter.clear(&keys[0].0);
+    ctl.login_limiter.succeeded(&keys);
     Ok((user_id, email))
 }
 

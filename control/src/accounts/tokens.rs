@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Authenticated;
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{given_or_new_token, hash_matches, new_id, token_hash, token_prefix};
+use crate::ids::{given_or_new_token, hash_matches, new_id, shown_prefix, token_hash};
 use crate::{ControlError, Db, Result};
 
 /// What a token may do.
@@ -24,12 +24,14 @@ impl TokenRole {
     pub fn parse(field: &str, s: &str) -> Result<TokenRole> {
         match s.trim() {
             "edge-config" => Ok(TokenRole::EdgeConfig),
-            other => Role::parse(field, other).map(TokenRole::Role).map_err(|_| {
-                ControlError::invalid(
-                    field,
-                    format!("must be viewer, editor, admin or edge-config, got {other:?}"),
-                )
-            }),
+            other => crate::access::parse_role(field, other)
+                .map(TokenRole::Role)
+                .map_err(|_| {
+                    ControlError::invalid(
+                        field,
+                        format!("must be viewer, editor, admin or edge-config, got {other:?}"),
+                    )
+                }),
         }
     }
 
@@ -98,6 +100,11 @@ pub async fn create_api_token(
         TokenRole::Role(_) => "vfa_",
     };
     let (value, minted) = given_or_new_token(value, prefix)?;
+    let same_name: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, created_by FROM api_tokens WHERE name = $1")
+            .bind(name)
+            .fetch_all(&db.pool)
+            .await?;
     let hash = token_hash(&value);
     let existing = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = $1"
@@ -113,10 +120,19 @@ pub async fn create_api_token(
         }
         return Ok((existing, None));
     }
+    // Calls are recorded as `token:<name>`, and "your own release" compares that name: two
+    // tokens with one name would be one actor. A bootstrap variable with a new value is a
+    // rotation: it replaces the tokens of its name it registered before.
+    let rotation = !minted && same_name.iter().all(|(_, by)| *by == actor.name);
+    if !same_name.is_empty() && !rotation {
+        return Err(ControlError::Conflict(format!(
+            "an API token named {name:?} exists (revoked ones too); choose another name"
+        )));
+    }
     let row = ApiTokenRow {
         id: new_id(),
         name: name.to_string(),
-        prefix: token_prefix(&value),
+        prefix: shown_prefix(&value, minted),
         environment_id: environment_id.to_string(),
         role: role.as_str().to_string(),
         created_by: actor.name.clone(),
@@ -125,6 +141,13 @@ pub async fn create_api_token(
         revoked_at: None,
     };
     let mut tx = db.pool.begin().await?;
+    let replaced =
+        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
+            .bind(now)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
     sqlx::query(
         "INSERT INTO api_tokens (id, name, prefix, token_hash, environment_id, role, created_by, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -148,7 +171,13 @@ pub async fn create_api_token(
             target_kind: "api_token",
             target_id: &row.id,
             environment_id: (environment_id != ALL_ENVIRONMENTS).then_some(environment_id),
-            details: json!({ "name": row.name, "prefix": row.prefix, "role": row.role, "environment_id": environment_id }),
+            details: json!({
+                "name": row.name,
+                "prefix": row.prefix,
+                "role": row.role,
+                "environment_id": environment_id,
+                "replaced": replaced,
+            }),
         },
     )
     .await?;
@@ -205,6 +234,48 @@ pub async fn revoke_api_token(db: &Db, actor: &Actor, id: &str, now: i64) -> Res
         revoked_at: Some(now),
         ..row
     })
+}
+
+/// Whether `grants` still cover a token of `role` in `environment_id`: a token never outranks
+/// the user who minted it (edge-config tokens need admin of every environment, as minting
+/// one does).
+pub fn covered_by(grants: &[Grant], environment_id: &str, role: &str) -> bool {
+    match TokenRole::parse("role", role) {
+        Ok(TokenRole::EdgeConfig) => {
+            crate::access::role_in(grants, ALL_ENVIRONMENTS) == Some(Role::Admin)
+        }
+        Ok(TokenRole::Role(r)) => crate::access::role_in(grants, environment_id) >= Some(r),
+        Err(_) => false,
+    }
+}
+
+/// Revokes, inside the caller's transaction, the live tokens `creator` minted that `grants`
+/// no longer cover (all of them with `None`: the creator was disabled). Returns their ids.
+pub(crate) async fn revoke_beyond(
+    conn: &mut sqlx::AnyConnection,
+    creator: &str,
+    grants: Option<&[Grant]>,
+    now: i64,
+) -> Result<Vec<String>> {
+    let live: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT id, environment_id, role FROM api_tokens WHERE created_by = $1 AND revoked_at IS NULL",
+    )
+    .bind(creator)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut revoked = Vec::new();
+    for (id, environment_id, role) in live {
+        if grants.is_some_and(|g| covered_by(g, &environment_id, &role)) {
+            continue;
+        }
+        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(&id)
+            .execute(&mut *conn)
+            .await?;
+        revoked.push(id);
+    }
+    Ok(revoked)
 }
 
 /// How often `last_used_at` is written for a busy token.

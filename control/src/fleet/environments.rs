@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditEntry};
-use crate::ids::{given_or_new_token, hash_matches, new_id, token_hash, token_prefix};
+use crate::ids::{given_or_new_token, hash_matches, new_id, shown_prefix, token_hash};
 use crate::{ControlError, Db, Result};
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -157,7 +157,7 @@ pub async fn create_enrollment_token(
     let row = EnrollmentTokenRow {
         id: new_id(),
         environment_id: environment_id.to_string(),
-        prefix: token_prefix(&value),
+        prefix: shown_prefix(&value, minted),
         label: label.to_string(),
         created_at: now,
         revoked_at: None,
