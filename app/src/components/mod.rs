@@ -43,3 +43,9 @@ pub fn LabelChips(labels: Labels) -> impl IntoView {
 pub fn ErrorBox(#[prop(into)] message: String) -> impl IntoView {
     view! { <div class="error" role="alert">{message}</div> }
 }
+
+/// Asks the operator to confirm a destructive action (the browser's own dialog); `false`
+/// when they cancel or no dialog can be shown.
+pub fn confirmed(message: &str) -> bool {
+    window().confirm_with_message(message).unwrap_or(false)
+}

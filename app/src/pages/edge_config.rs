@@ -222,7 +222,7 @@ fn RolloutCard(r: RollingView, actions: EdgeActions, editable: bool) -> impl Int
                                 <td>{format!("{}%", e.previous_percent)}</td>
                                 <td>{format_time(e.changed_at)}</td>
                                 <td>{editable.then(|| view! { <button class="danger small" on:click=move |_| {
-                                    let ok = window().confirm_with_message(&format!("Remove the override of {}? Its customers route by the global percent again.", org_name.get_value())).unwrap_or(false);
+                                    let ok = crate::components::confirmed(&format!("Remove the override of {}? Its customers route by the global percent again.", org_name.get_value()));
                                     if ok { actions.remove.dispatch(RemoveOrgOverride { name: name.get_value(), org: org_name.get_value(), row_version: version }); }
                                 }>"Remove"</button> })}</td>
                             </tr>
@@ -247,7 +247,7 @@ fn RolloutCard(r: RollingView, actions: EdgeActions, editable: bool) -> impl Int
             })}
             {(editable && !retired).then(|| view! {
                 <button class="danger small" on:click=move |_| {
-                    let ok = window().confirm_with_message(&format!("Delete rollout {}? Every customer goes back to the old path.", name.get_value())).unwrap_or(false);
+                    let ok = crate::components::confirmed(&format!("Delete rollout {}? Every customer goes back to the old path.", name.get_value()));
                     if ok { actions.delete.dispatch(DeleteRollout { name: name.get_value(), row_version: version }); }
                 }>"Delete rollout"</button>
             })}

@@ -71,9 +71,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
                                                     let (id, prefix) = (t.id.clone(), t.prefix.clone());
                                                     view! {
                                                         <button class="danger small" on:click=move |_| {
-                                                            let ok = window()
-                                                                .confirm_with_message(&format!("Revoke enrollment token {prefix}...? Agents can no longer enroll with it."))
-                                                                .unwrap_or(false);
+                                                            let ok = crate::components::confirmed(&format!("Revoke enrollment token {prefix}...? Agents can no longer enroll with it."));
                                                             if ok { revoke.dispatch(RevokeEnrollmentToken { token_id: id.clone() }); }
                                                         }>"Revoke"</button>
                                                     }

@@ -131,9 +131,7 @@ fn NodeRow(n: NodeView, revoke: Option<ServerAction<RevokeNode>>) -> impl IntoVi
             </td>
             <td>{revoke.map(|revoke| view! {
                 <button class="danger small" aria-label=format!("Revoke node {node_name}") on:click=move |_| {
-                    let ok = window()
-                        .confirm_with_message(&format!("Revoke node {node_name}? Its next poll is refused and it leaves the fleet."))
-                        .unwrap_or(false);
+                    let ok = crate::components::confirmed(&format!("Revoke node {node_name}? Its next poll is refused and it leaves the fleet."));
                     if ok { revoke.dispatch(RevokeNode { node_id: node_id.clone() }); }
                 }>"Revoke"</button>
             })}</td>

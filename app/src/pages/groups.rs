@@ -65,7 +65,7 @@ pub fn GroupsPage() -> impl IntoView {
                                                 <td>{format!("{} - {}", g.matching_nodes.len(), g.matching_nodes.join(", "))}</td>
                                                 <td>{editor.then(|| view! {
                                                     <button class="danger small" on:click=move |_| {
-                                                        let ok = window().confirm_with_message(&format!("Delete node group {group_name}?")).unwrap_or(false);
+                                                        let ok = crate::components::confirmed(&format!("Delete node group {group_name}?"));
                                                         if ok { delete.dispatch(DeleteNodeGroup { id: id.clone() }); }
                                                     }>"Delete"</button>
                                                 })}</td>

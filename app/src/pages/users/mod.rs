@@ -182,16 +182,12 @@ fn UserRow(u: UserView, envs: Vec<EnvironmentView>, actions: UserActions) -> imp
                 <button class="small" class:danger=!disabled
                     aria-label=format!("{} {}", if disabled { "Enable" } else { "Disable" }, u.email)
                     on:click=move |_| {
-                        let ok = disabled || window()
-                            .confirm_with_message(&format!("Disable {}? They are signed out everywhere and cannot sign in until enabled again.", email.get_value()))
-                            .unwrap_or(false);
+                        let ok = disabled || crate::components::confirmed(&format!("Disable {}? They are signed out everywhere and cannot sign in until enabled again.", email.get_value()));
                         if ok { actions.disable.dispatch(SetUserDisabled { user_id: id.get_value(), disabled: !disabled }); }
                     }>{if disabled { "Enable" } else { "Disable" }}</button>
                 <button class="small" aria-label=format!("Sign out {} everywhere", u.email)
                     on:click=move |_| {
-                        let ok = window()
-                            .confirm_with_message(&format!("Sign {} out of every session?", email.get_value()))
-                            .unwrap_or(false);
+                        let ok = crate::components::confirmed(&format!("Sign {} out of every session?", email.get_value()));
                         if ok { actions.revoke.dispatch(RevokeUserSessions { user_id: id.get_value() }); }
                     }>"Sign out everywhere"</button>
                 <button class="small" aria-label=format!("Reset the password of {}", u.email)

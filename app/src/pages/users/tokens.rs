@@ -85,9 +85,7 @@ fn TokensTable(
                             <td>{if t.revoked { "revoked" } else { "active" }}</td>
                             <td>{(!t.revoked).then(|| view! {
                                 <button class="danger small" aria-label=format!("Revoke API token {name}") on:click=move |_| {
-                                    let ok = window()
-                                        .confirm_with_message(&format!("Revoke API token {name}? Its next request is refused."))
-                                        .unwrap_or(false);
+                                    let ok = crate::components::confirmed(&format!("Revoke API token {name}? Its next request is refused."));
                                     if ok { revoke.dispatch(RevokeApiToken { token_id: id.clone() }); }
                                 }>"Revoke"</button>
                             })}</td>

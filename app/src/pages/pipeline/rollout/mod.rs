@@ -178,9 +178,7 @@ fn ActionButtons(
             })}
             {allowed("rollback").then(|| view! {
                 <button class="danger" disabled=busy on:click=move |_| {
-                    let ok = window()
-                        .confirm_with_message("Roll back this canary? Every node returns to the previous config.")
-                        .unwrap_or(false);
+                    let ok = crate::components::confirmed("Roll back this canary? Every node returns to the previous config.");
                     if ok {
                         actions.rollback.dispatch(RollbackRelease { release_id: id.get_value() });
                     }
