@@ -55,10 +55,10 @@ fn is_agent(path: &str) -> bool {
     path.starts_with("/api/agent/") || path == "/v1/opamp"
 }
 
-/// Static files and probes: public, and not worth a session lookup.
+/// Static files and probes: public, and not worth a session lookup. (`/metrics` is not
+/// here: it answers only a role in every environment.)
 fn needs_no_caller(path: &str) -> bool {
-    path.starts_with("/pkg/")
-        || matches!(path, "/favicon.svg" | "/healthz" | "/readyz" | "/metrics")
+    path.starts_with("/pkg/") || matches!(path, "/favicon.svg" | "/healthz" | "/readyz")
 }
 
 /// Resolves the caller and puts [`Authenticated`] and [`ClientIp`] on the request; sends

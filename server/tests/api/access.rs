@@ -457,6 +457,13 @@ fn table() -> Vec<Row> {
             F::Nothing,
             no_body,
         ),
+        row(
+            Route("GET", "/metrics"),
+            Viewer,
+            Everywhere,
+            F::Nothing,
+            no_body,
+        ),
     ]
 }
 

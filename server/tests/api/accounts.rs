@@ -316,12 +316,7 @@ async fn after_five_failures_an_account_is_locked_even_for_the_right_password_un
     assert!(session_cookie(&open).is_some_and(|c| c.starts_with("vfs_")));
 
     // What an operator alerts on: failures and lockouts, counted on /metrics.
-    let metrics = reqwest::get(format!("{}/metrics", app.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.get("/metrics").await.text().await.unwrap();
     for line in [
         "vectorflow_sign_ins_total{result=\"failed\"} 5",
         "vectorflow_sign_ins_total{result=\"locked\"} 2",

@@ -29,6 +29,12 @@ async fn metrics_count_the_pipelines_served_to_agents_by_fencing_decision() {
 
     let resp = app.get("/metrics").await;
     assert_eq!(resp.status(), StatusCode::OK);
+    let anonymous = reqwest::get(format!("{}/metrics", app.url)).await.unwrap();
+    assert_eq!(
+        anonymous.status(),
+        StatusCode::UNAUTHORIZED,
+        "pipeline names are not public"
+    );
     let text = resp.text().await.unwrap();
     let served: Vec<&str> = text
         .lines()

@@ -256,7 +256,7 @@ async fn no_secret_appears_in_logs_metrics_pages_or_list_answers() {
     ] {
         readable.get(&app, &admin, &path).await;
     }
-    readable.get(&app, &browser(), "/metrics").await;
+    readable.get(&app, &admin, "/metrics").await;
     readable.add("Debug of the configuration", format!("{config:?}"));
     readable.add("Debug of the control handle", format!("{:?}", app.control));
 
