@@ -19,8 +19,8 @@ use vf_control::testing::TestDb;
 use vf_control::ManualClock;
 
 use crate::helpers::{
-    browser, browser_with_session, client_with_token, location, session_cookie, test_config,
-    LogCapture, TestApp, API_TOKEN, ENROLLMENT_TOKEN, T0,
+    browser_with_session, client_with_token, location, session_cookie, test_config, LogCapture,
+    TestApp, API_TOKEN, ENROLLMENT_TOKEN, T0,
 };
 
 const ADMIN_EMAIL: &str = "root@example.com";
