@@ -18,7 +18,7 @@ impl TestApp {
         if_match: Option<&str>,
     ) -> (u16, Value, Option<String>) {
         let mut req = self
-            .client
+            .api
             .put(format!("{}/api/admin/rollouts/{path}", self.url))
             .json(&json!({ "percent": percent }));
         if let Some(v) = if_match {
@@ -35,7 +35,7 @@ impl TestApp {
 
     async fn delete_path(&self, path: &str, if_match: &str) -> (u16, Value) {
         let resp = self
-            .client
+            .api
             .delete(format!("{}/api/admin/rollouts/{path}", self.url))
             .header(IF_MATCH, if_match)
             .send()
@@ -48,7 +48,7 @@ impl TestApp {
     }
 
     async fn edge_config(&self, etag: Option<&str>) -> reqwest::Response {
-        let mut req = self.client.get(format!("{}/api/edge-config", self.url));
+        let mut req = self.api.get(format!("{}/api/edge-config", self.url));
         if let Some(e) = etag {
             req = req.header(IF_NONE_MATCH, e);
         }

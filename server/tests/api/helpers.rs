@@ -31,7 +31,7 @@ use vf_server::Config;
 pub const ENVIRONMENT: &str = "test";
 /// Its enrollment token (`VF_BOOTSTRAP_ENROLLMENT_TOKEN`).
 pub const ENROLLMENT_TOKEN: &str = "vfe_test-enrollment-token-0123456789";
-/// An admin API token of every environment (`VF_BOOTSTRAP_API_TOKEN`); [`TestApp::client`]
+/// An admin API token of every environment (`VF_BOOTSTRAP_API_TOKEN`); [`TestApp::api`]
 /// sends it with every request, as automation does.
 pub const API_TOKEN: &str = "vfa_test-admin-api-token-0123456789";
 /// The actor the audit log records for calls made with [`API_TOKEN`].
@@ -81,7 +81,10 @@ pub struct TestApp {
     pub url: String,
     pub control: Control,
     pub clock: ManualClock,
+    /// Plain HTTP, as an agent speaks it: no credentials but those a call adds itself.
     pub client: reqwest::Client,
+    /// Operator calls (server functions, admin routes, pages, /metrics) with [`API_TOKEN`].
+    pub api: reqwest::Client,
     pub env_id: String,
     /// Keeps the database alive (a SQLite file is deleted on drop).
     pub db: TestDb,
@@ -124,7 +127,8 @@ impl TestApp {
             url,
             control,
             clock,
-            client: client_with_token(API_TOKEN),
+            client: reqwest::Client::new(),
+            api: client_with_token(API_TOKEN),
             env_id,
             db,
             agents_dir: tempfile::tempdir().expect("temp dir for agents"),
@@ -318,8 +322,9 @@ impl TestApp {
         req.send().await.unwrap()
     }
 
+    /// `GET path` as the operator ([`API_TOKEN`]).
     pub async fn get(&self, path: &str) -> Response {
-        self.client
+        self.api
             .get(format!("{}{path}", self.url))
             .send()
             .await

@@ -398,7 +398,7 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
     ] {
         // Bounded, so a page that never finishes rendering fails naming itself.
         let resp = app
-            .client
+            .api
             .get(format!("{}{path}", app.url))
             .timeout(Duration::from_secs(30))
             .send()

@@ -11,10 +11,11 @@ use vf_control::releases;
 use crate::helpers::{TestApp, OPERATOR};
 
 impl TestApp {
-    /// Calls a server function with a JSON body; returns the status and the body text.
+    /// Calls a server function as the operator with a JSON body; returns the status and the
+    /// body text.
     pub async fn call(&self, endpoint: &str, body: Value) -> (u16, String) {
         let resp = self
-            .client
+            .api
             .post(format!("{}/api/{endpoint}", self.url))
             .json(&body)
             .send()
@@ -257,7 +258,7 @@ async fn three_stage_plan_opens_each_stage_in_turn_and_completes(app: TestApp) {
 
     // /metrics tells the same story: the release's status and every gate verdict.
     let metrics = app
-        .client
+        .api
         .get(format!("{}/metrics", app.url))
         .send()
         .await

@@ -214,7 +214,7 @@ async fn no_secret_appears_in_logs_metrics_pages_or_list_answers() {
 
     // Everything there is to read: lists (by the session and by the bootstrap token), pages,
     // metrics.
-    for client in [&admin, &app.client] {
+    for client in [&admin, &app.api] {
         for (endpoint, body) in [
             ("api_token.list", json!({})),
             ("environment.tokens", env.clone()),
