@@ -94,24 +94,25 @@ pub async fn authorize(
     target: Target<'_>,
 ) -> Result<Granted> {
     let p = principal.ok_or(ControlError::SignInRequired)?;
-    let (held, place) = match target {
-        Target::Global => (p.global_role(), "every environment".to_string()),
-        Target::Any => (
-            p.grants.iter().map(|g| g.role).max(),
-            "any environment".to_string(),
-        ),
+    let (held, env) = match target {
+        Target::Global => (p.global_role(), None),
+        Target::Any => (p.grants.iter().map(|g| g.role).max(), None),
         other => {
             let env = environment_of(db, other).await?;
-            let held = p.role_in(&env);
-            // Name the environment only to someone who may see it.
-            let place = match held {
-                Some(_) => format!("environment {}", env_name(db, &env).await?),
-                None => "its environment".to_string(),
-            };
-            (held, place)
+            (p.role_in(&env), Some(env))
         }
     };
-    check(held, need, &place)?;
+    if vf_rules::access::check(held, need, "").is_err() {
+        // The place is looked up only for the refusal; the environment is named only to
+        // someone who may see it.
+        let place = match (target, &env, held) {
+            (Target::Global, _, _) => "every environment".to_string(),
+            (Target::Any, _, _) => "any environment".to_string(),
+            (_, Some(env), Some(_)) => format!("environment {}", env_name(db, env).await?),
+            _ => "its environment".to_string(),
+        };
+        check(held, need, &place)?;
+    }
     Ok(Granted {
         actor: p.actor(),
         role: held.unwrap_or(need),

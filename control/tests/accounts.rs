@@ -113,6 +113,18 @@ async fn accounts_story(db: TestDb) {
         refused.to_string(),
         "you have no role in its environment; this needs viewer"
     );
+    let too_low = access::authorize(
+        &ctl.db,
+        Some(&who),
+        Role::Admin,
+        Target::Environment(&staging.id),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        too_low.to_string(),
+        "your role in environment staging is editor; this needs admin"
+    );
 
     // The session ends at its expiry, and at once when the user is disabled.
     clock.advance_ms(12 * HOUR);

@@ -11,8 +11,7 @@ use crate::types::{NodePipelineView, NodeView};
 pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
-    authorize(Role::Viewer, Target::Any).await?;
-    let ctl = control()?;
+    let (ctl, _) = authorize(Role::Viewer, Target::Any).await?;
     let me = principal();
     let envs = vf_control::fleet::list_environments(&ctl.db)
         .await
