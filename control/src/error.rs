@@ -50,6 +50,15 @@ impl ControlError {
         }
     }
 
+    /// The whole story for a log line: an internal error's cause chain (which query, what the
+    /// database said), the message itself for everything else. Never sent to a client.
+    pub fn chain(&self) -> String {
+        match self {
+            ControlError::Internal(cause) => format!("{cause:#}"),
+            other => other.to_string(),
+        }
+    }
+
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid {
             field: field.into(),
@@ -76,6 +85,23 @@ impl From<sqlx::Error> for ControlError {
 impl From<serde_json::Error> for ControlError {
     fn from(e: serde_json::Error) -> Self {
         Self::Internal(anyhow::Error::new(e).context("stored json"))
+    }
+}
+
+/// Says what a database call was doing, so an internal error's cause chain names the query:
+/// `.doing("summing pipeline_metrics.events_in")`.
+pub trait Doing<T> {
+    fn doing(self, what: impl std::fmt::Display) -> Result<T>;
+}
+
+impl<T> Doing<T> for std::result::Result<T, sqlx::Error> {
+    fn doing(self, what: impl std::fmt::Display) -> Result<T> {
+        self.map_err(|e| match ControlError::from(e) {
+            ControlError::Internal(cause) => {
+                ControlError::Internal(cause.context(what.to_string()))
+            }
+            other => other,
+        })
     }
 }
 

@@ -11,6 +11,11 @@ use crate::{ControlError, Db, Result};
 /// Longest process status kept; longer values are cut, never refused.
 const MAX_STATUS_LEN: usize = 64;
 const MAX_REPORTS: usize = 500;
+/// The most one report may add to a counter: one trillion (about 16 billion events a second
+/// over a minute). A larger delta is a broken or hostile agent, not traffic: it is taken as
+/// this much, logged and counted (`vectorflow_counter_deltas_clamped_total`), so a single
+/// report can neither overflow a sum nor drown every other node's errors in a rate.
+pub const MAX_DELTA_PER_REPORT: i64 = 1_000_000_000_000;
 
 /// The counters of one report, checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +74,36 @@ impl Counters {
             bytes_out: d(self.bytes_out, p.bytes_out),
         }
     }
+
+    /// Each delta capped at [`MAX_DELTA_PER_REPORT`], and how many counters were capped.
+    pub fn clamped(self) -> (Counters, usize) {
+        let mut capped = 0;
+        let mut cap = |v: i64| {
+            if v > MAX_DELTA_PER_REPORT {
+                capped += 1;
+                MAX_DELTA_PER_REPORT
+            } else {
+                v
+            }
+        };
+        let c = Counters {
+            events_in: cap(self.events_in),
+            events_out: cap(self.events_out),
+            errors: cap(self.errors),
+            discarded: cap(self.discarded),
+            bytes_in: cap(self.bytes_in),
+            bytes_out: cap(self.bytes_out),
+        };
+        (c, capped)
+    }
+}
+
+/// The sum of counter values, saturating at `i64::MAX` instead of overflowing: stored rows
+/// may hold anything up to `i64::MAX`, and a database `SUM` over them would fail.
+pub fn saturating_total(values: impl IntoIterator<Item = i64>) -> i64 {
+    values
+        .into_iter()
+        .fold(0i64, |total, v| total.saturating_add(v.max(0)))
 }
 
 /// The start of the minute `now` falls in.
@@ -119,8 +154,9 @@ fn cut_status(s: &str) -> String {
 }
 
 /// Records a heartbeat: node facts, then each report for a pipeline of the node's
-/// environment (reports for unknown pipelines are ignored), all in one transaction.
-pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<()> {
+/// environment (reports for unknown pipelines are ignored), all in one transaction. Returns
+/// how many counter deltas were capped at [`MAX_DELTA_PER_REPORT`].
+pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<usize> {
     if hb.pipelines.len() > MAX_REPORTS {
         return Err(ControlError::invalid(
             "pipelines",
@@ -147,6 +183,7 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     let host_metrics = hb.host_metrics.map(|v| v.to_string());
     let minute = minute_of(now);
 
+    let mut capped_total = 0;
     let mut tx = db.pool.begin().await?;
     sqlx::query(
         "UPDATE nodes SET last_seen_at = $1,
@@ -181,12 +218,23 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         let same_process = |p: &&PipelineStatusRow| {
             p.version == Some(report.version) && (report.pid.is_none() || p.pid == report.pid)
         };
-        let delta = counters.delta_since(
-            previous
-                .as_ref()
-                .filter(same_process)
-                .map(Counters::of_status),
-        );
+        let (delta, capped) = counters
+            .delta_since(
+                previous
+                    .as_ref()
+                    .filter(same_process)
+                    .map(Counters::of_status),
+            )
+            .clamped();
+        if capped > 0 {
+            tracing::warn!(
+                node_id = node.id,
+                pipeline_id = report.pipeline_id,
+                capped,
+                "absurd counter delta capped at {MAX_DELTA_PER_REPORT}"
+            );
+            capped_total += capped;
+        }
         let logs = report
             .recent_logs
             .as_ref()
@@ -272,7 +320,7 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         .await?;
     }
     tx.commit().await?;
-    Ok(())
+    Ok(capped_total)
 }
 
 /// Marks the node as seen (a poll without a heartbeat body).
@@ -330,6 +378,28 @@ mod tests {
     #[test]
     fn the_first_report_counts_whole() {
         assert_eq!(c(42).delta_since(None), c(42));
+    }
+
+    #[test]
+    fn a_delta_over_a_trillion_is_capped_and_counted() {
+        let (c, capped) = Counters {
+            events_in: i64::MAX,
+            errors: MAX_DELTA_PER_REPORT,
+            bytes_out: MAX_DELTA_PER_REPORT + 1,
+            ..Counters::default()
+        }
+        .clamped();
+        assert_eq!(c.events_in, MAX_DELTA_PER_REPORT);
+        assert_eq!(c.errors, MAX_DELTA_PER_REPORT);
+        assert_eq!(c.bytes_out, MAX_DELTA_PER_REPORT);
+        assert_eq!(capped, 2);
+    }
+
+    #[test]
+    fn totals_saturate_instead_of_overflowing() {
+        assert_eq!(saturating_total([i64::MAX, i64::MAX, 5]), i64::MAX);
+        assert_eq!(saturating_total([2, 3]), 5);
+        assert_eq!(saturating_total([]), 0);
     }
 
     #[test]

@@ -26,5 +26,5 @@ pub mod testing;
 pub use audit::Actor;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::Db;
-pub use error::{ControlError, Result};
+pub use error::{ControlError, Doing, Result};
 pub use handle::{Control, Settings};

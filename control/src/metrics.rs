@@ -40,6 +40,12 @@ pub struct SignInLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InputLabels {
+    /// Which gate input could not be read: error_counts, throughput, stage_start_events.
+    pub input: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReleaseLabels {
     pub pipeline: String,
     pub status: String,
@@ -57,6 +63,10 @@ pub struct Metrics {
     pub release_status: Family<ReleaseLabels, Gauge>,
     /// Sign-in attempts by result: a climbing `failed` or any `locked` is worth an alert.
     pub sign_ins: Family<SignInLabels, Counter>,
+    /// Counter deltas from agents capped at `heartbeat::MAX_DELTA_PER_REPORT`.
+    pub counter_deltas_clamped: Counter,
+    /// Gate evaluations that could not read an input; the release is held, not retried.
+    pub gate_input_errors: Family<InputLabels, Counter>,
     registry: std::sync::Arc<Registry>,
 }
 
@@ -71,6 +81,8 @@ impl Default for Metrics {
         let transitions = Family::<TransitionLabels, Counter>::default();
         let release_status = Family::<ReleaseLabels, Gauge>::default();
         let sign_ins = Family::<SignInLabels, Counter>::default();
+        let counter_deltas_clamped = Counter::default();
+        let gate_input_errors = Family::<InputLabels, Counter>::default();
         let mut registry = Registry::with_prefix("vectorflow");
         registry.register(
             "gate_results",
@@ -107,8 +119,20 @@ impl Default for Metrics {
             "Operator sign-in attempts by result (ok, failed, locked)",
             sign_ins.clone(),
         );
+        registry.register(
+            "counter_deltas_clamped",
+            "Agent counter deltas over one trillion in one report, taken as one trillion",
+            counter_deltas_clamped.clone(),
+        );
+        registry.register(
+            "gate_input_errors",
+            "Gate evaluations that could not read an input, by input (the release is held)",
+            gate_input_errors.clone(),
+        );
         Self {
             sign_ins,
+            counter_deltas_clamped,
+            gate_input_errors,
             config_polls,
             agent_requests,
             agent_latency,
@@ -147,6 +171,14 @@ impl Metrics {
         self.transitions
             .get_or_create(&TransitionLabels {
                 action: action.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn gate_input_error(&self, input: &str) {
+        self.gate_input_errors
+            .get_or_create(&InputLabels {
+                input: input.to_string(),
             })
             .inc();
     }

@@ -30,7 +30,11 @@ pub async fn run(ctl: Control, every: Duration, mut stop: watch::Receiver<bool>)
             }
             Err(e) => {
                 delay = (delay * 2).min(Duration::from_secs(60));
-                tracing::error!(error = %e, retry_in_ms = delay.as_millis() as u64, "scheduler tick failed");
+                tracing::error!(
+                    error = e.chain(),
+                    retry_in_ms = delay.as_millis() as u64,
+                    "scheduler tick failed"
+                );
             }
         }
     }

@@ -64,7 +64,16 @@ pub async fn act(
     }
 
     let gates = plan.stage(index).map(|s| s.gates.as_slice()).unwrap_or(&[]);
-    let inputs = gate_inputs(ctl, &release, &plan, now).await?;
+    let inputs = gate_inputs(ctl, &release, &plan, now).await.map_err(|e| {
+        tracing::error!(
+            release_id = release.id,
+            input = e.input,
+            error = e.cause.chain(),
+            "gate inputs could not be read; refusing the operator's action"
+        );
+        ctl.metrics.gate_input_error(e.input);
+        ControlError::Conflict(format!("refused: {}", e.reason(&release.id)))
+    })?;
     let results = evaluate_stage(gates, &inputs);
     let evaluation = |decision: &str| GateEvaluation {
         at: now,

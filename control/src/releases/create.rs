@@ -88,14 +88,12 @@ fn parse_plan(ctl: &Control, req: &CanaryRequest) -> Result<(RolloutPlan, bool)>
 /// The pipeline's aggregate events per second over the five minutes before `now`; `None`
 /// when no rollups exist in that window (the throughputDrop gate then skips).
 pub async fn baseline_eps(db: &Db, pipeline_id: &str, now: i64) -> Result<Option<f64>> {
-    let (events, rows): (i64, i64) = sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(events_in), 0) AS BIGINT), CAST(COUNT(*) AS BIGINT)
-         FROM pipeline_metrics WHERE pipeline_id = $1 AND minute >= $2 AND minute < $3",
+    let (events, rows) = super::inputs::events_in_minutes(
+        db,
+        pipeline_id,
+        minute_of(now) - BASELINE_WINDOW_MS,
+        minute_of(now),
     )
-    .bind(pipeline_id)
-    .bind(minute_of(now) - BASELINE_WINDOW_MS)
-    .bind(minute_of(now))
-    .fetch_one(&db.pool)
     .await?;
     Ok((rows > 0).then(|| events as f64 / (BASELINE_WINDOW_MS as f64 / 1000.0)))
 }

@@ -6,9 +6,43 @@ use std::collections::BTreeSet;
 use vf_rules::{promql_queries, ErrorCounts, GateInputs, PromQlOutcome, RolloutPlan};
 
 use super::state::ReleaseRow;
-use crate::heartbeat::minute_of;
+use crate::heartbeat::{minute_of, saturating_total};
 use crate::promql::instant_query;
-use crate::{Control, Db, Result};
+use crate::{Control, ControlError, Db, Doing, Result};
+
+/// A gate input that could not be read. The release cannot be judged: the scheduler holds it
+/// with [`InputError::reason`], operator actions refuse with it; the cause chain goes to the
+/// log only.
+#[derive(Debug, thiserror::Error)]
+#[error("{input} could not be read")]
+pub struct InputError {
+    /// Short name, also the `input` label of `vectorflow_gate_input_errors_total`.
+    pub input: &'static str,
+    #[source]
+    pub cause: ControlError,
+}
+
+impl InputError {
+    /// What an operator is told: which input failed, and where the details are.
+    pub fn reason(&self, release_id: &str) -> String {
+        format!(
+            "gates not evaluated: the {} could not be read (the server log has the cause; search for release {release_id})",
+            self.description()
+        )
+    }
+
+    fn description(&self) -> &'static str {
+        match self.input {
+            "error_counts" => "canary nodes' error and event counters",
+            "throughput" => "pipeline's throughput since the stage started",
+            _ => "gate input",
+        }
+    }
+}
+
+fn input(name: &'static str) -> impl FnOnce(ControlError) -> InputError {
+    move |cause| InputError { input: name, cause }
+}
 
 /// Error and event deltas of `nodes` running `version` from `since` on (whole minutes: the
 /// minute the stage started counts).
@@ -27,14 +61,15 @@ pub async fn error_counts(
     .bind(version)
     .bind(minute_of(since))
     .fetch_all(&db.pool)
-    .await?;
-    let (errors, events_in) = rows
-        .iter()
-        .filter(|(node, _, _)| nodes.contains(node))
-        .fold((0i64, 0i64), |(e, i), (_, errors, events)| {
-            (e.saturating_add(*errors), i.saturating_add(*events))
-        });
-    Ok(ErrorCounts { errors, events_in })
+    .await
+    .doing(format!(
+        "reading node_pipeline_metrics errors and events_in of pipeline {pipeline_id} v{version}"
+    ))?;
+    let targeted = || rows.iter().filter(|(node, _, _)| nodes.contains(node));
+    Ok(ErrorCounts {
+        errors: saturating_total(targeted().map(|(_, errors, _)| *errors)),
+        events_in: saturating_total(targeted().map(|(_, _, events)| *events)),
+    })
 }
 
 /// The pipeline's events so far in the minute `at` falls in (recorded when a stage starts).
@@ -45,8 +80,34 @@ pub async fn events_in_minute(db: &Db, pipeline_id: &str, at: i64) -> Result<i64
     .bind(pipeline_id)
     .bind(minute_of(at))
     .fetch_optional(&db.pool)
-    .await?;
+    .await
+    .doing(format!(
+        "reading pipeline_metrics.events_in of pipeline {pipeline_id}"
+    ))?;
     Ok(events.unwrap_or(0))
+}
+
+/// The pipeline's per-minute `events_in` rollups with `from <= minute < until`, summed
+/// without overflow (a database `SUM` fails on rows near `i64::MAX`), and how many rows.
+pub async fn events_in_minutes(
+    db: &Db,
+    pipeline_id: &str,
+    from: i64,
+    until: i64,
+) -> Result<(i64, usize)> {
+    let rows: Vec<i64> = sqlx::query_scalar(
+        "SELECT events_in FROM pipeline_metrics
+         WHERE pipeline_id = $1 AND minute >= $2 AND minute < $3",
+    )
+    .bind(pipeline_id)
+    .bind(from)
+    .bind(until)
+    .fetch_all(&db.pool)
+    .await
+    .doing(format!(
+        "reading pipeline_metrics.events_in of pipeline {pipeline_id} for minutes [{from}, {until})"
+    ))?;
+    Ok((saturating_total(rows.iter().copied()), rows.len()))
 }
 
 /// The pipeline's aggregate events/s from `since` to `now`: the rollups of every minute from
@@ -59,15 +120,8 @@ pub async fn throughput_eps(
     before_since: i64,
     now: i64,
 ) -> Result<Option<f64>> {
-    let events: i64 = sqlx::query_scalar(
-        "SELECT CAST(COALESCE(SUM(events_in), 0) AS BIGINT)
-         FROM pipeline_metrics WHERE pipeline_id = $1 AND minute >= $2 AND minute <= $3",
-    )
-    .bind(pipeline_id)
-    .bind(minute_of(since))
-    .bind(minute_of(now))
-    .fetch_one(&db.pool)
-    .await?;
+    let (events, _) =
+        events_in_minutes(db, pipeline_id, minute_of(since), minute_of(now) + 1).await?;
     let during = events.saturating_sub(before_since).max(0);
     let seconds = ((now - since) as f64 / 1000.0).max(1.0);
     Ok((during > 0).then(|| during as f64 / seconds))
@@ -79,7 +133,7 @@ pub async fn gate_inputs(
     release: &ReleaseRow,
     plan: &RolloutPlan,
     now: i64,
-) -> Result<GateInputs> {
+) -> Result<GateInputs, InputError> {
     let stages = release.stage_states();
     let index = usize::try_from(release.current_stage).unwrap_or(0);
     let Some(current) = stages.get(index) else {
@@ -93,7 +147,8 @@ pub async fn gate_inputs(
         &targeted,
         current.started_at,
     )
-    .await?;
+    .await
+    .map_err(input("error_counts"))?;
     let current_eps = throughput_eps(
         &ctl.db,
         &release.pipeline_id,
@@ -101,7 +156,8 @@ pub async fn gate_inputs(
         current.start_minute_events,
         now,
     )
-    .await?;
+    .await
+    .map_err(input("throughput"))?;
     let mut inputs = GateInputs {
         error_counts: Some(counts),
         baseline_eps: release.baseline_eps,

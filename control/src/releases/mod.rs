@@ -13,7 +13,9 @@ mod transition;
 
 pub use actions::act;
 pub use create::{baseline_eps, create_canary, CanaryRequest, BASELINE_WINDOW_MS};
-pub use inputs::{error_counts, events_in_minute, gate_inputs, throughput_eps};
+pub use inputs::{
+    error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, InputError,
+};
 pub use scheduler::{tick, TickOutcome};
 pub use series::{stage_series, SeriesPoint};
 pub use state::{

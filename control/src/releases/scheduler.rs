@@ -4,10 +4,10 @@
 //! [`tick`] directly with the time they want. Deadlines live in the database, so a restart
 //! resumes where it was.
 
-use vf_rules::{evaluate_stage, on_bake_expired};
+use vf_rules::{evaluate_stage, on_bake_expired, Decision};
 
 use super::actions::decision_name;
-use super::inputs::gate_inputs;
+use super::inputs::{gate_inputs, InputError};
 use super::state::{GateEvaluation, ReleaseRow, RELEASE_COLUMNS};
 use super::transition::{apply, Step};
 use crate::{Actor, Control, ControlError, Result};
@@ -43,9 +43,11 @@ pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
                 release_id: release.id.clone(),
                 decision: "lost-race".into(),
             }),
-            Err(e) => {
-                tracing::error!(release_id = release.id, error = %e, "scheduler could not decide a release")
-            }
+            Err(e) => tracing::error!(
+                release_id = release.id,
+                error = e.chain(),
+                "scheduler could not decide a release"
+            ),
         }
     }
     Ok(outcomes)
@@ -55,7 +57,10 @@ async fn decide(ctl: &Control, release: &ReleaseRow, now: i64) -> Result<String>
     let plan = release.plan()?;
     let index = usize::try_from(release.current_stage).unwrap_or(0);
     let gates = plan.stage(index).map(|s| s.gates.as_slice()).unwrap_or(&[]);
-    let inputs = gate_inputs(ctl, release, &plan, now).await?;
+    let inputs = match gate_inputs(ctl, release, &plan, now).await {
+        Ok(inputs) => inputs,
+        Err(e) => return hold_unjudged(ctl, release, e, now).await,
+    };
     let results = evaluate_stage(gates, &inputs);
     let decision = on_bake_expired(&plan, index, &results);
     let name = decision_name(&decision).to_string();
@@ -71,6 +76,38 @@ async fn decide(ctl: &Control, release: &ReleaseRow, now: i64) -> Result<String>
         release,
         Step::Decided(decision),
         Some(evaluation),
+        &Actor::system(SCHEDULER),
+        now,
+    )
+    .await?;
+    Ok(name)
+}
+
+/// A release whose gate inputs cannot be read is held for an operator with a reason naming
+/// the input, instead of failing again on every tick: the log has the cause chain, and
+/// `vectorflow_gate_input_errors_total` counts it.
+async fn hold_unjudged(
+    ctl: &Control,
+    release: &ReleaseRow,
+    e: InputError,
+    now: i64,
+) -> Result<String> {
+    tracing::error!(
+        release_id = release.id,
+        input = e.input,
+        error = e.cause.chain(),
+        "gate inputs could not be read; holding the release"
+    );
+    ctl.metrics.gate_input_error(e.input);
+    let hold = Decision::Hold {
+        reason: e.reason(&release.id),
+    };
+    let name = decision_name(&hold).to_string();
+    apply(
+        ctl,
+        release,
+        Step::Decided(hold),
+        None,
         &Actor::system(SCHEDULER),
         now,
     )

@@ -90,14 +90,20 @@ async fn serve_config(
     let reread;
     let node = match hb {
         Some(hb) if hb.labels.is_some() => {
-            heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?;
+            count_capped(
+                state,
+                heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
+            );
             // Serve by the labels just reported: a node the selector now excludes must not
             // receive the pipeline, not even for one round trip.
             reread = fleet::get_node(&ctl.db, &node.id).await?;
             &reread
         }
         Some(hb) => {
-            heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?;
+            count_capped(
+                state,
+                heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
+            );
             node
         }
         None => {
@@ -128,6 +134,11 @@ async fn heartbeat_post(
     let node = authenticate(&state, &headers).await?;
     let hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
-    heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;
+    let capped = heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;
+    count_capped(&state, capped);
     Ok(Json(serde_json::json!({ "ok": true })).into_response())
+}
+
+fn count_capped(state: &AppState, capped: usize) {
+    state.metrics.counter_deltas_clamped.inc_by(capped as u64);
 }

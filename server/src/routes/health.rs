@@ -47,7 +47,10 @@ async fn metrics(
     }
     match vf_control::releases::latest_statuses(&state.control.db).await {
         Ok(latest) => state.metrics.set_release_statuses(&latest),
-        Err(e) => tracing::warn!(error = %e, "could not read release statuses for /metrics"),
+        Err(e) => tracing::warn!(
+            error = e.chain(),
+            "could not read release statuses for /metrics"
+        ),
     }
     Ok((
         [(

@@ -77,10 +77,7 @@ fn protobuf(request: &HeaderMap, status: StatusCode, message: &ServerToAgent) ->
 
 /// Internal failures are logged with their cause; the agent gets a generic UNKNOWN error.
 fn internal(request: &HeaderMap, cause: ControlError) -> Response {
-    tracing::error!(
-        error = format!("{:#}", anyhow::Error::new(cause)),
-        "OpAMP exchange failed"
-    );
+    tracing::error!(error = cause.chain(), "OpAMP exchange failed");
     let message = ServerToAgent {
         error_response: Some(ServerErrorResponse {
             r#type: ServerErrorResponseType::Unknown as i32,

@@ -3,6 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use vf_agent::protocol::ConfigResponse;
+use vf_control::heartbeat::MAX_DELTA_PER_REPORT;
 use vf_control::{fleet, pipelines};
 
 use crate::helpers::{labels, operator, TestApp, MINUTE, T0};
@@ -173,8 +174,9 @@ async fn a_node_reporting_labels_outside_the_selector_is_not_served_the_pipeline
 }
 
 /// A node reporting absurd counters (a wrapped u64, a bug) must not fail its own polls nor
-/// leave a per-minute row the throughput gate can no longer read.
-async fn an_absurd_counter_saturates_the_minute_instead_of_breaking_polls(app: TestApp) {
+/// leave a per-minute row the throughput gate can no longer read: the absurd delta counts as
+/// `MAX_DELTA_PER_REPORT`, and what follows (a restart at 5, then 10) counts as usual.
+async fn an_absurd_counter_is_capped_instead_of_breaking_polls(app: TestApp) {
     let pipeline = app.create_pipeline("logs", &[]).await;
     let node = app.enroll("edge-1", &[]).await;
 
@@ -194,18 +196,21 @@ async fn an_absurd_counter_saturates_the_minute_instead_of_breaking_polls(app: T
         .iter()
         .map(|m| (m.minute, m.events_in))
         .collect();
-    assert_eq!(minutes, vec![(T0, i64::MAX)]);
+    assert_eq!(minutes, vec![(T0, MAX_DELTA_PER_REPORT + 10)]);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    // eventsIn and eventsOut of the first report.
+    assert!(
+        metrics.contains("vectorflow_counter_deltas_clamped_total 2"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
-async fn an_absurd_counter_saturates_the_minute_instead_of_breaking_polls_on_sqlite() {
-    an_absurd_counter_saturates_the_minute_instead_of_breaking_polls(TestApp::spawn().await).await;
+async fn an_absurd_counter_is_capped_instead_of_breaking_polls_on_sqlite() {
+    an_absurd_counter_is_capped_instead_of_breaking_polls(TestApp::spawn().await).await;
 }
 
 #[tokio::test]
-async fn an_absurd_counter_saturates_the_minute_instead_of_breaking_polls_on_postgres() {
-    an_absurd_counter_saturates_the_minute_instead_of_breaking_polls(
-        TestApp::spawn_postgres().await,
-    )
-    .await;
+async fn an_absurd_counter_is_capped_instead_of_breaking_polls_on_postgres() {
+    an_absurd_counter_is_capped_instead_of_breaking_polls(TestApp::spawn_postgres().await).await;
 }

@@ -22,6 +22,7 @@ mod release_operators;
 mod release_races;
 mod release_refusals;
 mod release_selection;
+mod release_unreadable_inputs;
 mod releases;
 mod revocation;
 mod secrets;
