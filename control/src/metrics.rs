@@ -41,7 +41,7 @@ pub struct SignInLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct InputLabels {
-    /// Which gate input could not be read: error_counts, throughput, stage_start_events.
+    /// Which gate input could not be read: error_counts, throughput.
     pub input: String,
 }
 
@@ -65,7 +65,8 @@ pub struct Metrics {
     pub sign_ins: Family<SignInLabels, Counter>,
     /// Counter deltas from agents capped at `heartbeat::MAX_DELTA_PER_REPORT`.
     pub counter_deltas_clamped: Counter,
-    /// Gate evaluations that could not read an input; the release is held, not retried.
+    /// Gate evaluations that could not read an input: the scheduler held the release, or an
+    /// operator's action was refused; never retried silently.
     pub gate_input_errors: Family<InputLabels, Counter>,
     registry: std::sync::Arc<Registry>,
 }
@@ -126,7 +127,7 @@ impl Default for Metrics {
         );
         registry.register(
             "gate_input_errors",
-            "Gate evaluations that could not read an input, by input (the release is held)",
+            "Gate evaluations that could not read an input, by input (the release is held or the action refused)",
             gate_input_errors.clone(),
         );
         Self {

@@ -23,8 +23,8 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ControlError::Internal(cause) = &self.0 {
-            tracing::error!(error = format!("{cause:#}"), "internal error");
+        if let ControlError::Internal(_) = &self.0 {
+            tracing::error!(error = self.0.chain(), "internal error");
         }
         let status =
             StatusCode::from_u16(self.0.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -36,8 +36,8 @@ pub async fn authorize(
 /// Maps a service error to a status code and a message the page can show. Internal causes
 /// are logged here and never shown.
 pub fn fail(e: ControlError) -> ServerFnError {
-    if let ControlError::Internal(cause) = &e {
-        tracing::error!(error = format!("{cause:#}"), "server function failed");
+    if let ControlError::Internal(_) = &e {
+        tracing::error!(error = e.chain(), "server function failed");
     }
     let status = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(resp) = use_context::<ResponseOptions>() {

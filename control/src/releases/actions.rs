@@ -65,13 +65,7 @@ pub async fn act(
 
     let gates = plan.stage(index).map(|s| s.gates.as_slice()).unwrap_or(&[]);
     let inputs = gate_inputs(ctl, &release, &plan, now).await.map_err(|e| {
-        tracing::error!(
-            release_id = release.id,
-            input = e.input,
-            error = e.cause.chain(),
-            "gate inputs could not be read; refusing the operator's action"
-        );
-        ctl.metrics.gate_input_error(e.input);
+        e.report(ctl, &release.id, "refusing the operator's action");
         ControlError::Conflict(format!("refused: {}", e.reason(&release.id)))
     })?;
     let results = evaluate_stage(gates, &inputs);

@@ -10,14 +10,39 @@ use crate::heartbeat::{minute_of, saturating_total};
 use crate::promql::instant_query;
 use crate::{Control, ControlError, Db, Doing, Result};
 
+const MINUTE_MS: i64 = 60_000;
+
+/// The gate inputs read from the database, each named in reasons, logs and `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateInput {
+    ErrorCounts,
+    Throughput,
+}
+
+impl GateInput {
+    /// The `input` label of `vectorflow_gate_input_errors_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateInput::ErrorCounts => "error_counts",
+            GateInput::Throughput => "throughput",
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            GateInput::ErrorCounts => "canary nodes' error and event counters",
+            GateInput::Throughput => "pipeline's throughput since the stage started",
+        }
+    }
+}
+
 /// A gate input that could not be read. The release cannot be judged: the scheduler holds it
 /// with [`InputError::reason`], operator actions refuse with it; the cause chain goes to the
 /// log only.
 #[derive(Debug, thiserror::Error)]
-#[error("{input} could not be read")]
+#[error("the {} could not be read", .input.description())]
 pub struct InputError {
-    /// Short name, also the `input` label of `vectorflow_gate_input_errors_total`.
-    pub input: &'static str,
+    pub input: GateInput,
     #[source]
     pub cause: ControlError,
 }
@@ -26,22 +51,25 @@ impl InputError {
     /// What an operator is told: which input failed, and where the details are.
     pub fn reason(&self, release_id: &str) -> String {
         format!(
-            "gates not evaluated: the {} could not be read (the server log has the cause; search for release {release_id})",
-            self.description()
+            "gates not evaluated: {self} (the server log has the cause; search for release {release_id})"
         )
     }
 
-    fn description(&self) -> &'static str {
-        match self.input {
-            "error_counts" => "canary nodes' error and event counters",
-            "throughput" => "pipeline's throughput since the stage started",
-            _ => "gate input",
-        }
+    /// Logs the cause chain at error level and counts it; `consequence` says what happens to
+    /// the release ("holding the release", "refusing the operator's action").
+    pub fn report(&self, ctl: &Control, release_id: &str, consequence: &str) {
+        tracing::error!(
+            release_id,
+            input = self.input.label(),
+            error = self.cause.chain(),
+            "gate inputs could not be read; {consequence}"
+        );
+        ctl.metrics.gate_input_error(self.input.label());
     }
 }
 
-fn input(name: &'static str) -> impl FnOnce(ControlError) -> InputError {
-    move |cause| InputError { input: name, cause }
+fn input(input: GateInput) -> impl FnOnce(ControlError) -> InputError {
+    move |cause| InputError { input, cause }
 }
 
 /// Error and event deltas of `nodes` running `version` from `since` on (whole minutes: the
@@ -74,17 +102,9 @@ pub async fn error_counts(
 
 /// The pipeline's events so far in the minute `at` falls in (recorded when a stage starts).
 pub async fn events_in_minute(db: &Db, pipeline_id: &str, at: i64) -> Result<i64> {
-    let events: Option<i64> = sqlx::query_scalar(
-        "SELECT events_in FROM pipeline_metrics WHERE pipeline_id = $1 AND minute = $2",
-    )
-    .bind(pipeline_id)
-    .bind(minute_of(at))
-    .fetch_optional(&db.pool)
-    .await
-    .doing(format!(
-        "reading pipeline_metrics.events_in of pipeline {pipeline_id}"
-    ))?;
-    Ok(events.unwrap_or(0))
+    let minute = minute_of(at);
+    let (events, _) = events_in_minutes(db, pipeline_id, minute, minute + MINUTE_MS).await?;
+    Ok(events)
 }
 
 /// The pipeline's per-minute `events_in` rollups with `from <= minute < until`, summed
@@ -120,8 +140,14 @@ pub async fn throughput_eps(
     before_since: i64,
     now: i64,
 ) -> Result<Option<f64>> {
-    let (events, _) =
-        events_in_minutes(db, pipeline_id, minute_of(since), minute_of(now) + 1).await?;
+    // Every minute from the one `since` falls in through the one `now` falls in.
+    let (events, _) = events_in_minutes(
+        db,
+        pipeline_id,
+        minute_of(since),
+        minute_of(now) + MINUTE_MS,
+    )
+    .await?;
     let during = events.saturating_sub(before_since).max(0);
     let seconds = ((now - since) as f64 / 1000.0).max(1.0);
     Ok((during > 0).then(|| during as f64 / seconds))
@@ -148,7 +174,7 @@ pub async fn gate_inputs(
         current.started_at,
     )
     .await
-    .map_err(input("error_counts"))?;
+    .map_err(input(GateInput::ErrorCounts))?;
     let current_eps = throughput_eps(
         &ctl.db,
         &release.pipeline_id,
@@ -157,7 +183,7 @@ pub async fn gate_inputs(
         now,
     )
     .await
-    .map_err(input("throughput"))?;
+    .map_err(input(GateInput::Throughput))?;
     let mut inputs = GateInputs {
         error_counts: Some(counts),
         baseline_eps: release.baseline_eps,

@@ -14,7 +14,8 @@ mod transition;
 pub use actions::act;
 pub use create::{baseline_eps, create_canary, CanaryRequest, BASELINE_WINDOW_MS};
 pub use inputs::{
-    error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, InputError,
+    error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, GateInput,
+    InputError,
 };
 pub use scheduler::{tick, TickOutcome};
 pub use series::{stage_series, SeriesPoint};

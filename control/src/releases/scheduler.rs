@@ -92,13 +92,7 @@ async fn hold_unjudged(
     e: InputError,
     now: i64,
 ) -> Result<String> {
-    tracing::error!(
-        release_id = release.id,
-        input = e.input,
-        error = e.cause.chain(),
-        "gate inputs could not be read; holding the release"
-    );
-    ctl.metrics.gate_input_error(e.input);
+    e.report(ctl, &release.id, "holding the release");
     let hold = Decision::Hold {
         reason: e.reason(&release.id),
     };
