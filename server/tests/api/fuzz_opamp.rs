@@ -13,32 +13,19 @@ use vf_control::fleet::parse_labels;
 use vf_control::opamp::identity::{agent_facts, InstanceUid};
 use vf_control::opamp::prost::Message;
 use vf_control::opamp::proto::{
-    any_value, AgentCapabilities, AgentConfigFile, AgentConfigMap, AgentDescription,
-    AgentDisconnect, AgentToServer, AnyValue, ArrayValue, ComponentHealth, EffectiveConfig,
-    KeyValue, KeyValueList, RemoteConfigStatus, ServerToAgent,
+    any_value, AgentConfigFile, AgentConfigMap, AgentDescription, AgentDisconnect, AgentToServer,
+    AnyValue, ArrayValue, ComponentHealth, EffectiveConfig, KeyValue, KeyValueList,
+    RemoteConfigStatus, ServerToAgent,
 };
 use vf_control::opamp::transport;
 
 use crate::fuzz_support::{mangled, run_cases, runtime, text, Backend, Body, Tally};
 use crate::helpers::{TestApp, ENROLLMENT_TOKEN};
+use crate::opamp::{string_kv, CAPABILITIES};
 
 /// The uid of the collector registered before the fuzzing, so generated messages also
 /// reach a known agent (sequence tracking, status recording, the config offer).
 const KNOWN_UID: [u8; 16] = *b"fuzz-known-agent";
-
-const CAPABILITIES: u64 = AgentCapabilities::ReportsStatus as u64
-    | AgentCapabilities::AcceptsRemoteConfig as u64
-    | AgentCapabilities::ReportsRemoteConfig as u64
-    | AgentCapabilities::ReportsHealth as u64;
-
-fn string_kv(key: &str, value: &str) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::StringValue(value.into())),
-        }),
-    }
-}
 
 /// The full state of the known collector: what a real one sends on connecting.
 fn full_state(sequence_num: u64) -> AgentToServer {

@@ -32,12 +32,13 @@ const V2: &str = "receivers:\n  otlp: {}\nexporters:\n  debug: {verbosity: detai
 /// sha256 of nothing: the hash of the empty config map.
 const EMPTY_HASH: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-const CAPABILITIES: u64 = AgentCapabilities::ReportsStatus as u64
+/// What a collector that takes remote config and reports on it announces.
+pub const CAPABILITIES: u64 = AgentCapabilities::ReportsStatus as u64
     | AgentCapabilities::AcceptsRemoteConfig as u64
     | AgentCapabilities::ReportsRemoteConfig as u64
     | AgentCapabilities::ReportsHealth as u64;
 
-fn string_kv(key: &str, value: &str) -> KeyValue {
+pub fn string_kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue {
