@@ -25,6 +25,7 @@ pub mod template;
 pub use agent::{Agent, ApplySummary, PollOutcome, DEFAULT_POLL_INTERVAL};
 pub use backoff::{backoff_delay, retry_delay, MAX_DELAY};
 pub use checksum::sha256_hex;
+pub use client::{ConfigPoll, ServerClient};
 pub use error::{AgentError, Result};
 pub use options::AgentOptions;
 pub use sim_counters::{SimSettings, BYTES_PER_EVENT};

@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::json;
+use vf_agent::ServerClient;
 
 use api::{Admin, Release};
 use figures::Window;
@@ -94,6 +95,7 @@ async fn main() -> Result<()> {
         .user_agent(concat!("vf-soak/", env!("CARGO_PKG_VERSION")))
         .build()
         .context("building the HTTP client")?;
+    let agents = ServerClient::new(&base).context("building the agent-route client")?;
     let run_id = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
 
     eprintln!("vf-soak {run_id}: enrolling {} agents at {base}", o.agents);
@@ -108,7 +110,7 @@ async fn main() -> Result<()> {
                 ),
             ]);
             let hostname = format!("soak-{run_id}-{i}");
-            node::enroll(&http, &base, &o.enrollment_token, hostname, labels)
+            node::enroll(&agents, &o.enrollment_token, hostname, labels)
         })
         .buffer_unordered(ENROLL_CONCURRENCY)
         .try_collect()
@@ -129,8 +131,7 @@ async fn main() -> Result<()> {
     let start_ms = node::now_ms();
     let deadline = start + Duration::from_secs(o.duration_secs);
     let fleet = Arc::new(Fleet {
-        http: http.clone(),
-        base: base.clone(),
+        client: agents,
         pipeline_id: pipeline.id.clone(),
         interval: Duration::from_millis(o.interval_ms),
         deadline,

@@ -5,14 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
-use reqwest::{header, StatusCode};
-use vf_agent::protocol::{
-    ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, PipelineReport,
-};
-
-/// Longest `Retry-After` honoured, so a bogus header cannot park a node for the whole run.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+use anyhow::{bail, Result};
+use vf_agent::protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineReport};
+use vf_agent::{AgentError, ConfigPoll, ServerClient};
 
 /// What an answer meant for the soak pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +48,8 @@ pub struct Node {
 
 /// What every node of the fleet shares.
 pub struct Fleet {
-    pub http: reqwest::Client,
-    pub base: String,
+    /// vf-agent's own client of the agent routes, shared by every node.
+    pub client: ServerClient,
     pub pipeline_id: String,
     pub interval: Duration,
     pub deadline: Instant,
@@ -71,8 +66,7 @@ pub fn now_ms() -> i64 {
 
 /// `POST /api/agent/enroll`, retried (honouring `Retry-After`) while the server is overloaded.
 pub async fn enroll(
-    http: &reqwest::Client,
-    base: &str,
+    client: &ServerClient,
     token: &str,
     hostname: String,
     labels: BTreeMap<String, String>,
@@ -86,28 +80,20 @@ pub async fn enroll(
         labels: Some(labels.clone()),
     };
     for _ in 0..10 {
-        let response = http
-            .post(format!("{base}/api/agent/enroll"))
-            .json(&request)
-            .send()
-            .await
-            .context("enroll: no answer from the server")?;
-        let status = response.status();
-        if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
-            tokio::time::sleep(retry_after(&response).unwrap_or(Duration::from_secs(1))).await;
-            continue;
+        match client.enroll(&request).await {
+            Ok(enrolled) => {
+                return Ok(Node {
+                    id: enrolled.node_id,
+                    token: enrolled.node_token,
+                    environment_id: enrolled.environment_id,
+                    labels,
+                })
+            }
+            Err(AgentError::Overloaded { retry_after, .. }) => {
+                tokio::time::sleep(retry_after.unwrap_or(Duration::from_secs(1))).await
+            }
+            Err(e) => bail!("enroll: {e}"),
         }
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            bail!("enroll: {status}: {body}");
-        }
-        let enrolled: EnrollResponse = response.json().await.context("enroll: bad answer")?;
-        return Ok(Node {
-            id: enrolled.node_id,
-            token: enrolled.node_token,
-            environment_id: enrolled.environment_id,
-            labels,
-        });
     }
     bail!("enroll: still overloaded after 10 tries")
 }
@@ -211,49 +197,24 @@ async fn poll(
     heartbeat: &Heartbeat,
     etag: Option<&str>,
 ) -> Result<Poll> {
-    let mut request = fleet
-        .http
-        .post(format!("{}/api/agent/config", fleet.base))
-        .bearer_auth(token)
-        .json(heartbeat);
-    if let Some(etag) = etag {
-        request = request.header(header::IF_NONE_MATCH, etag);
-    }
-    let response = request.send().await?;
-    let status = response.status();
-    if status == StatusCode::NOT_MODIFIED {
-        return Ok(Poll::NotModified);
-    }
-    if !status.is_success() {
-        let retry_after = match status {
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
-                retry_after(&response)
-            }
-            _ => None,
-        };
-        return Ok(Poll::Refused {
-            status: status.as_u16(),
+    let refused = |status: u16, retry_after| {
+        Ok(Poll::Refused {
+            status,
             retry_after,
-        });
+        })
+    };
+    match fleet.client.poll_config(token, heartbeat, etag).await {
+        Ok(ConfigPoll::Changed { config, etag }) => Ok(Poll::Changed {
+            config,
+            new_etag: etag,
+        }),
+        Ok(ConfigPoll::NotModified) => Ok(Poll::NotModified),
+        Err(AgentError::Overloaded {
+            status,
+            retry_after,
+        }) => refused(status, retry_after),
+        Err(AgentError::Unauthorized) => refused(401, None),
+        Err(AgentError::Status { status, .. }) => refused(status, None),
+        Err(e) => Err(e.into()),
     }
-    let new_etag = response
-        .headers()
-        .get(header::ETAG)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let config = response.json().await?;
-    Ok(Poll::Changed { config, new_etag })
-}
-
-/// `Retry-After` in seconds (the server does not use the HTTP-date form).
-fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let seconds: u64 = response
-        .headers()
-        .get(header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
 }
