@@ -91,8 +91,7 @@ pub struct PipelineNodeView {
     /// Whether the pipeline's nodeSelector admits the node (the release fleet).
     pub admitted: bool,
     pub node_status: String,
-    /// canary, previous, withheld, deployed, undeployed, not_selected
-    pub served: String,
+    pub served: vf_rules::ServedKind,
     pub served_version: Option<i64>,
     pub running_version: Option<i64>,
     pub process_status: Option<String>,
@@ -143,10 +142,10 @@ pub struct ReleaseHistoryItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvaluationView {
     pub at: i64,
-    pub trigger: String,
+    pub trigger: vf_rules::Trigger,
     pub actor: String,
     pub results: Vec<vf_rules::GateResult>,
-    pub decision: String,
+    pub decision: vf_rules::DecisionKind,
 }
 
 /// A started stage of a release.
@@ -159,8 +158,8 @@ pub struct StageView {
     pub started_at: i64,
     pub bake_deadline: i64,
     pub evaluations: Vec<EvaluationView>,
-    /// passed, failed, held; None while baking.
-    pub outcome: Option<String>,
+    /// None while baking.
+    pub outcome: Option<vf_rules::StageOutcome>,
 }
 
 /// A release as the API returns it.
@@ -170,11 +169,15 @@ pub struct ReleaseView {
     pub pipeline_id: String,
     pub canary_version: i64,
     pub previous_version: Option<i64>,
-    /// CANARY_DEPLOYED, HEALTH_CHECK, BROADENED, ROLLED_BACK
-    pub status: String,
+    /// `CANARY_DEPLOYED`, `HEALTH_CHECK`, `BROADENED`, `ROLLED_BACK`; null only when the
+    /// stored status itself is unreadable.
+    pub status: Option<vf_rules::ReleaseStatus>,
+    /// Set when the stored state does not parse: which release and field, and why. The
+    /// other state fields are then empty; fencing serves the previous version.
+    pub unreadable: Option<String>,
     pub planless: bool,
-    /// The plan in its canonical JSON form.
-    pub plan: serde_json::Value,
+    /// The plan in its canonical JSON form; null when unreadable.
+    pub plan: Option<vf_rules::RolloutPlan>,
     pub stage_count: i64,
     pub current_stage: i64,
     pub stages: Vec<StageView>,
@@ -188,10 +191,23 @@ pub struct ReleaseView {
     pub updated_at: i64,
     pub completed_at: Option<i64>,
     pub row_version: i64,
-    /// What the buttons may offer now: advance, complete, broaden, rollback.
-    pub allowed_actions: Vec<String>,
+    /// What the buttons may offer now, in button order: `advance`, `complete`, `broaden`,
+    /// `rollback`.
+    pub allowed_actions: Vec<vf_rules::Action>,
     /// Server time when this was read, for countdowns.
     pub now: i64,
+}
+
+impl ReleaseView {
+    /// Delivery is fenced (an unreadable release with an in-flight status still is).
+    pub fn in_flight(&self) -> bool {
+        self.status.is_some_and(|s| s.in_flight())
+    }
+
+    /// A stage is baking: its deadline counts down.
+    pub fn baking(&self) -> bool {
+        self.unreadable.is_none() && self.status.is_some_and(|s| s.baking())
+    }
 }
 
 /// Events and errors per minute of a release's canary nodes during one stage.

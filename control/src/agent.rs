@@ -119,12 +119,12 @@ pub async fn node_for_token(db: &Db, token: &str) -> Result<NodeRow> {
 /// exactly when what the node is served changes). Also returns each pipeline's served kind
 /// for metrics.
 pub async fn config_for_node(
-    db: &Db,
+    ctl: &crate::Control,
     node: &NodeRow,
     poll_interval_ms: i64,
 ) -> Result<(ConfigResponse, String, Vec<&'static str>)> {
-    let served = served_pipelines(db, node).await?;
-    let kinds = served.iter().map(|s| s.served.kind()).collect();
+    let served = served_pipelines(ctl, node).await?;
+    let kinds = served.iter().map(|s| s.served.kind().as_str()).collect();
     let pipelines = served
         .into_iter()
         .filter_map(|s| {

@@ -1,6 +1,10 @@
 //! What each node is served: node selection, then the fencing decision of `vf-rules`.
 //! Both config paths (vf-agent HTTP and OpAMP) call [`served_pipelines`]; the pipeline page
 //! calls [`served_nodes`]. All read the live pipeline and release rows.
+//!
+//! An in-flight release whose stored state does not parse still fences: every node of its
+//! pipeline is served the previous version (the targeted set cannot be read), and that is
+//! logged and counted (`vectorflow_release_state_unreadable_total`), never silent.
 
 use std::collections::BTreeSet;
 
@@ -8,8 +12,8 @@ use vf_rules::{labels_match, served, InFlight, Served};
 
 use crate::fleet::NodeRow;
 use crate::pipelines::{get_version, list_pipelines, PipelineRow, VersionRow};
-use crate::releases::{in_flight_release, ReleaseRow};
-use crate::{Db, Result};
+use crate::releases::in_flight_row;
+use crate::{Control, Result};
 
 /// One pipeline of the node's environment and what the node gets of it.
 #[derive(Debug, Clone)]
@@ -22,24 +26,46 @@ pub struct ServedPipeline {
 
 /// The fencing inputs of one pipeline, read once and applied to many nodes.
 struct Fence {
-    release: Option<ReleaseRow>,
+    /// `(canary version, previous version)` of the in-flight release.
+    release: Option<(i64, Option<i64>)>,
     targeted: BTreeSet<String>,
 }
 
 impl Fence {
-    async fn read(db: &Db, pipeline: &PipelineRow) -> Result<Fence> {
-        let release = in_flight_release(&db.pool, &pipeline.id).await?;
-        let targeted = release.as_ref().map(|r| r.targeted()).unwrap_or_default();
-        Ok(Fence { release, targeted })
+    async fn read(ctl: &Control, pipeline: &PipelineRow) -> Result<Fence> {
+        let Some(row) = in_flight_row(&ctl.db.pool, &pipeline.id).await? else {
+            return Ok(Fence {
+                release: None,
+                targeted: BTreeSet::new(),
+            });
+        };
+        let versions = Some((row.canary_version, row.previous_version));
+        let targeted = match row.parse() {
+            Ok(release) => release.targeted(),
+            Err(e) => {
+                let consequence = format!(
+                    "fencing serves every node of pipeline {} its previous version",
+                    pipeline.name
+                );
+                e.report(ctl, &consequence);
+                BTreeSet::new()
+            }
+        };
+        Ok(Fence {
+            release: versions,
+            targeted,
+        })
     }
 
     fn decide(&self, pipeline: &PipelineRow, node: &NodeRow) -> Served {
         let admitted = labels_match(&pipeline.node_selector(), &node.labels());
-        let in_flight = self.release.as_ref().map(|r| InFlight {
-            canary_version: r.canary_version,
-            previous_version: r.previous_version,
-            targeted: &self.targeted,
-        });
+        let in_flight = self
+            .release
+            .map(|(canary_version, previous_version)| InFlight {
+                canary_version,
+                previous_version,
+                targeted: &self.targeted,
+            });
         served(
             &node.id,
             admitted,
@@ -50,10 +76,11 @@ impl Fence {
 }
 
 /// Every pipeline of the node's environment with the fencing decision for this node.
-pub async fn served_pipelines(db: &Db, node: &NodeRow) -> Result<Vec<ServedPipeline>> {
+pub async fn served_pipelines(ctl: &Control, node: &NodeRow) -> Result<Vec<ServedPipeline>> {
+    let db = &ctl.db;
     let mut out = Vec::new();
     for pipeline in list_pipelines(db, &node.environment_id).await? {
-        let decision = Fence::read(db, &pipeline).await?.decide(&pipeline, node);
+        let decision = Fence::read(ctl, &pipeline).await?.decide(&pipeline, node);
         let version = match decision.version() {
             Some(v) => Some(get_version(db, &pipeline.id, v).await?),
             None => None,
@@ -69,10 +96,10 @@ pub async fn served_pipelines(db: &Db, node: &NodeRow) -> Result<Vec<ServedPipel
 
 /// What each of `nodes` is served of one pipeline.
 pub async fn served_nodes(
-    db: &Db,
+    ctl: &Control,
     pipeline: &PipelineRow,
     nodes: &[NodeRow],
 ) -> Result<Vec<Served>> {
-    let fence = Fence::read(db, pipeline).await?;
+    let fence = Fence::read(ctl, pipeline).await?;
     Ok(nodes.iter().map(|n| fence.decide(pipeline, n)).collect())
 }

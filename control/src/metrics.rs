@@ -46,6 +46,12 @@ pub struct InputLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FieldLabels {
+    /// The stored column that did not parse: status, plan, planless, stages, current_stage.
+    pub field: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReleaseLabels {
     pub pipeline: String,
     pub status: String,
@@ -68,6 +74,8 @@ pub struct Metrics {
     /// Gate evaluations that could not read an input: the scheduler held the release, or an
     /// operator's action was refused; never retried silently.
     pub gate_input_errors: Family<InputLabels, Counter>,
+    /// Reads of a stored release whose state does not parse (fencing, views, actions).
+    pub release_state_unreadable: Family<FieldLabels, Counter>,
     registry: std::sync::Arc<Registry>,
 }
 
@@ -84,6 +92,7 @@ impl Default for Metrics {
         let sign_ins = Family::<SignInLabels, Counter>::default();
         let counter_deltas_clamped = Counter::default();
         let gate_input_errors = Family::<InputLabels, Counter>::default();
+        let release_state_unreadable = Family::<FieldLabels, Counter>::default();
         let mut registry = Registry::with_prefix("vectorflow");
         registry.register(
             "gate_results",
@@ -130,7 +139,13 @@ impl Default for Metrics {
             "Gate evaluations that could not read an input, by input (the release is held or the action refused)",
             gate_input_errors.clone(),
         );
+        registry.register(
+            "release_state_unreadable",
+            "Reads of a stored release whose state does not parse, by field (fencing then serves the previous version)",
+            release_state_unreadable.clone(),
+        );
         Self {
+            release_state_unreadable,
             sign_ins,
             counter_deltas_clamped,
             gate_input_errors,
@@ -180,6 +195,14 @@ impl Metrics {
         self.gate_input_errors
             .get_or_create(&InputLabels {
                 input: input.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn release_state_unreadable(&self, field: &str) {
+        self.release_state_unreadable
+            .get_or_create(&FieldLabels {
+                field: field.to_string(),
             })
             .inc();
     }

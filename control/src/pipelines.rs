@@ -229,7 +229,7 @@ pub async fn refuse_if_release_in_flight(
     pipeline_id: &str,
     what: &str,
 ) -> Result<()> {
-    if crate::releases::in_flight_release(conn, pipeline_id)
+    if crate::releases::in_flight_row(conn, pipeline_id)
         .await?
         .is_some()
     {

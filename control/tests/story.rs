@@ -33,6 +33,11 @@ fn report(pipeline_id: &str, version: i64, events_in: i64, errors: i64) -> Pipel
 }
 
 async fn story(db: Db) {
+    let ctl = vf_control::Control::new(
+        db.clone(),
+        std::sync::Arc::new(vf_control::clock::ManualClock::new(T0)),
+        vf_control::Settings::default(),
+    );
     // Environment and bootstrap token, idempotently.
     let env = fleet::ensure_environment(&db, "staging", T0).await.unwrap();
     assert_eq!(
@@ -115,7 +120,7 @@ async fn story(db: Db) {
     )
     .await
     .unwrap();
-    let (doc, etag_before, _) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
+    let (doc, etag_before, _) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
     assert!(doc.pipelines.is_empty(), "nothing deployed yet");
     let v1 = pipelines::deploy(
         &db,
@@ -138,7 +143,7 @@ async fn story(db: Db) {
     .await
     .unwrap();
     assert_eq!((v1.version, v2.version), (1, 2));
-    let (doc, etag_after, kinds) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
+    let (doc, etag_after, kinds) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
     assert_eq!(doc.pipelines.len(), 1);
     assert_eq!(doc.pipelines[0].version, 2);
     assert_eq!(doc.pipelines[0].checksum, v2.checksum);
@@ -160,7 +165,7 @@ async fn story(db: Db) {
     .await
     .unwrap();
     let node = fleet::get_node(&db, &node.id).await.unwrap();
-    let (doc, _, kinds) = agent::config_for_node(&db, &node, 5_000).await.unwrap();
+    let (doc, _, kinds) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
     assert!(doc.pipelines.is_empty());
     assert_eq!(kinds, vec!["not_selected"]);
     fleet::set_operator_labels(&db, &Actor::system("alice"), &node.id, BTreeMap::new(), T0)

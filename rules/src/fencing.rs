@@ -11,6 +11,8 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
 /// What one node is served for one pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Served {
@@ -38,15 +40,50 @@ impl Served {
         }
     }
 
-    /// A stable label for metrics, logs and the rollout view.
-    pub fn kind(self) -> &'static str {
+    /// What kind of answer this is, without the version.
+    pub fn kind(self) -> ServedKind {
         match self {
-            Served::NotSelected => "not_selected",
-            Served::Undeployed => "undeployed",
-            Served::Deployed(_) => "deployed",
-            Served::Canary(_) => "canary",
-            Served::Previous(_) => "previous",
-            Served::Withheld => "withheld",
+            Served::NotSelected => ServedKind::NotSelected,
+            Served::Undeployed => ServedKind::Undeployed,
+            Served::Deployed(_) => ServedKind::Deployed,
+            Served::Canary(_) => ServedKind::Canary,
+            Served::Previous(_) => ServedKind::Previous,
+            Served::Withheld => ServedKind::Withheld,
+        }
+    }
+}
+
+/// [`Served`] without its version: the label of metrics and logs, and what the pipeline
+/// page shows per node. On the wire: `not_selected`, `undeployed`, `deployed`, ...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServedKind {
+    NotSelected,
+    Undeployed,
+    Deployed,
+    Canary,
+    Previous,
+    Withheld,
+}
+
+impl ServedKind {
+    /// The stable label (the wire spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServedKind::NotSelected => "not_selected",
+            ServedKind::Undeployed => "undeployed",
+            ServedKind::Deployed => "deployed",
+            ServedKind::Canary => "canary",
+            ServedKind::Previous => "previous",
+            ServedKind::Withheld => "withheld",
+        }
+    }
+
+    /// For people: `not selected`, `deployed`, ...
+    pub fn label(self) -> &'static str {
+        match self {
+            ServedKind::NotSelected => "not selected",
+            other => other.as_str(),
         }
     }
 }
@@ -171,7 +208,7 @@ mod tests {
         ];
         for (decision, version, kind) in all {
             assert_eq!(decision.version(), version);
-            assert_eq!(decision.kind(), kind);
+            assert_eq!(decision.kind().as_str(), kind);
         }
     }
 

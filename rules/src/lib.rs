@@ -12,7 +12,8 @@
 //! - [`fencing`]: which version a node is served while a release is in flight.
 //! - [`gates`]: gate verdicts from already-fetched inputs.
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
-//! - [`release`]: release statuses, operator actions and what happens when a bake ends.
+//! - [`release`]: release statuses, operator actions and what happens when a bake ends;
+//!   `release/state.rs` holds the stored release state and the one pure transition.
 
 pub mod access;
 pub mod fencing;
@@ -23,7 +24,7 @@ pub mod promql;
 pub mod release;
 pub mod select;
 
-pub use fencing::{served, InFlight, Served};
+pub use fencing::{served, InFlight, Served, ServedKind};
 pub use gates::{
     all_passed, custom_promql, error_rate, evaluate, evaluate_stage, promql_queries,
     throughput_drop, ErrorCounts, GateInputs, GateResult, PromQlOutcome, Verdict,
@@ -35,8 +36,9 @@ pub use plan::{
 };
 pub use promql::parse_promql_response;
 pub use release::{
-    allowed_actions, check_action, on_bake_expired, on_manual, Action, Decision, Refusal,
-    ReleaseStatus,
+    allowed_actions, check_action, on_bake_expired, on_manual, open_stage, Action, Decision,
+    DecisionKind, Deploy, GateEvaluation, OpenedStage, Refusal, ReleaseState, ReleaseStatus,
+    StageOutcome, StageState, Step, Transition, TransitionError, Trigger,
 };
 pub use select::{
     cumulative_targets, fleet_admitted, labels_match, percentage_count, percentage_targets,

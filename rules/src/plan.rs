@@ -262,6 +262,35 @@ impl RolloutPlan {
     }
 }
 
+/// Serialises as [`RolloutPlan::to_json`].
+impl serde::Serialize for RolloutPlan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+/// Reads through [`RolloutPlan::parse`], so a deserialised plan is as valid as a parsed one.
+impl<'de> serde::Deserialize<'de> for RolloutPlan {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        RolloutPlan::parse(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Selector {
+    /// One line for the rollout view: `10% of the fleet`, `labels tier=edge`, `node group g`.
+    pub fn describe(&self) -> String {
+        match self {
+            Selector::Percentage(p) => format!("{p} of the fleet"),
+            Selector::Labels(labels) => {
+                let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("labels {}", pairs.join(", "))
+            }
+            Selector::NodeGroup(id) => format!("node group {id}"),
+        }
+    }
+}
+
 fn stage_json(stage: &Stage) -> Value {
     let selector = match &stage.selector {
         Selector::Percentage(p) => json!({ "percentage": p.to_json() }),

@@ -12,11 +12,21 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::gates::{all_passed, GateResult};
 use crate::plan::RolloutPlan;
 
+mod state;
+
+pub use state::{
+    open_stage, DecisionKind, Deploy, GateEvaluation, OpenedStage, ReleaseState, StageOutcome,
+    StageState, Step, Transition, TransitionError, Trigger,
+};
+
 /// Where a release stands. The first two are "in flight": fencing applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ReleaseStatus {
     /// A stage is baking.
     CanaryDeployed,
@@ -50,12 +60,19 @@ impl ReleaseStatus {
         Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
 
+    /// The statuses in which delivery is fenced and the scheduler watches the release;
+    /// queries bind these rather than spelling them out.
+    pub const IN_FLIGHT: [ReleaseStatus; 2] =
+        [ReleaseStatus::CanaryDeployed, ReleaseStatus::HealthCheck];
+
     /// Whether delivery is fenced and the scheduler watches this release.
     pub fn in_flight(self) -> bool {
-        matches!(
-            self,
-            ReleaseStatus::CanaryDeployed | ReleaseStatus::HealthCheck
-        )
+        Self::IN_FLIGHT.contains(&self)
+    }
+
+    /// A stage is baking: its deadline counts down.
+    pub fn baking(self) -> bool {
+        self == ReleaseStatus::CanaryDeployed
     }
 }
 
@@ -65,8 +82,9 @@ impl fmt::Display for ReleaseStatus {
     }
 }
 
-/// What an operator can ask of a release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What an operator can ask of a release. On the wire: `advance`, `complete`, ...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Action {
     Advance,
     Complete,
@@ -75,6 +93,15 @@ pub enum Action {
 }
 
 impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Advance => "advance",
+            Action::Complete => "complete",
+            Action::Rollback => "rollback",
+            Action::Broaden => "broaden",
+        }
+    }
+
     /// The button text in the rollout view.
     pub fn label(self) -> &'static str {
         match self {

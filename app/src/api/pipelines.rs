@@ -83,7 +83,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .await
         .map_err(fail)?;
     let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
-    let served = delivery::served_nodes(&ctl.db, &p, &rows)
+    let served = delivery::served_nodes(&ctl, &p, &rows)
         .await
         .map_err(fail)?;
     let nodes = fleet
@@ -97,7 +97,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
                 node_id: n.node.id.clone(),
                 node_name: n.node.name.clone(),
                 node_status: n.status.as_str().to_string(),
-                served: s.kind().to_string(),
+                served: s.kind(),
                 served_version: s.version(),
                 running_version: report.and_then(|r| r.version),
                 process_status: report.map(|r| r.status.clone()),
@@ -125,7 +125,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
             }
         })
         .collect();
-    let release = vf_control::releases::list_releases(&ctl.db, &id)
+    let release = vf_control::releases::list_releases(&ctl, &id)
         .await
         .map_err(fail)?
         .into_iter()

@@ -7,41 +7,40 @@ use leptos::server_fn::codec::Json;
 use crate::types::{ReleaseHistoryItem, ReleaseView, StageSeries};
 
 /// The release as `granted` may see it: `allowed_actions` keeps only the actions the state
-/// allows *and* the caller's role may take, so pages show exactly the buttons that work.
+/// allows *and* the caller's role may take, so pages show exactly the buttons that work. An
+/// unreadable release shows what could be read, the reason, and no buttons: the state
+/// machine cannot judge it.
 #[cfg(feature = "ssr")]
 pub(crate) fn release_view(
-    r: vf_control::releases::ReleaseRow,
+    stored: vf_control::releases::StoredRelease,
     now: i64,
     granted: &vf_control::access::Granted,
 ) -> ReleaseView {
     use crate::types::{EvaluationView, StageView};
-    let plan_json: serde_json::Value = r
-        .plan
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or(serde_json::Value::Null);
-    let plan = r.plan().ok();
-    let stage_count = plan.as_ref().map(|p| p.stages().len()).unwrap_or(1);
-    let index = usize::try_from(r.current_stage).unwrap_or(0);
-    let allowed_actions =
-        vf_rules::allowed_actions(r.status(), index, stage_count, r.is_planless())
-            .into_iter()
-            .filter(|a| {
-                vf_control::access::role_for_release_action(*a, &r.created_by, &granted.actor.name)
-                    <= granted.role
-            })
-            .map(|a| format!("{a:?}").to_lowercase())
-            .collect();
+    let r = match stored {
+        Ok(r) => r,
+        Err(e) => return unreadable_view(e, now),
+    };
+    let allowed_actions = r
+        .state
+        .allowed_actions()
+        .into_iter()
+        .filter(|a| {
+            vf_control::access::role_for_release_action(*a, &r.created_by, &granted.actor.name)
+                <= granted.role
+        })
+        .collect();
+    let s = r.state;
     ReleaseView {
-        stages: r
-            .stage_states()
+        stages: s
+            .stages
             .into_iter()
-            .map(|s| StageView {
-                index: s.index,
-                node_ids: s.node_ids,
-                started_at: s.started_at,
-                bake_deadline: s.bake_deadline,
-                evaluations: s
+            .map(|st| StageView {
+                index: st.index as i64,
+                node_ids: st.node_ids,
+                started_at: st.started_at,
+                bake_deadline: st.bake_deadline,
+                evaluations: st
                     .evaluations
                     .into_iter()
                     .map(|e| EvaluationView {
@@ -52,18 +51,53 @@ pub(crate) fn release_view(
                         decision: e.decision,
                     })
                     .collect(),
-                outcome: s.outcome,
+                outcome: st.outcome,
             })
             .collect(),
-        planless: r.is_planless(),
+        planless: s.planless,
         id: r.id,
         pipeline_id: r.pipeline_id,
         canary_version: r.canary_version,
         previous_version: r.previous_version,
-        status: r.status,
-        plan: plan_json,
-        stage_count: stage_count as i64,
+        status: Some(s.status),
+        unreadable: None,
+        stage_count: s.plan.stages().len() as i64,
+        plan: Some(s.plan),
+        current_stage: s.current_stage as i64,
+        bake_deadline: s.bake_deadline,
+        baseline_eps: r.baseline_eps,
+        hold_reason: s.hold_reason,
+        failure_reason: s.failure_reason,
+        created_by: r.created_by,
+        updated_by: r.updated_by,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        completed_at: s.completed_at,
+        row_version: r.row_version,
+        allowed_actions,
+        now,
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn unreadable_view(e: vf_control::releases::Unreadable, now: i64) -> ReleaseView {
+    let unreadable = Some(format!(
+        "release state unreadable: {}: {}",
+        e.field, e.message
+    ));
+    let r = *e.row;
+    ReleaseView {
+        status: vf_rules::ReleaseStatus::parse(&r.status),
+        unreadable,
+        id: r.id,
+        pipeline_id: r.pipeline_id,
+        canary_version: r.canary_version,
+        previous_version: r.previous_version,
+        planless: r.planless != 0,
+        plan: None,
+        stage_count: 0,
         current_stage: r.current_stage,
+        stages: Vec::new(),
         bake_deadline: r.bake_deadline,
         baseline_eps: r.baseline_eps,
         hold_reason: r.hold_reason,
@@ -74,7 +108,7 @@ pub(crate) fn release_view(
         updated_at: r.updated_at,
         completed_at: r.completed_at,
         row_version: r.row_version,
-        allowed_actions,
+        allowed_actions: Vec::new(),
         now,
     }
 }
@@ -106,7 +140,7 @@ pub async fn create_canary(
     let r = vf_control::releases::create_canary(&ctl, &g.actor, req)
         .await
         .map_err(fail)?;
-    Ok(release_view(r, ctl.now(), &g))
+    Ok(release_view(Ok(r), ctl.now(), &g))
 }
 
 /// A fresh release id: the deploy dialog previews percentage stages with it (ranking
@@ -124,7 +158,7 @@ pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnErro
     use super::server::*;
     use vf_control::access::{Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
-    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+    let r = vf_control::releases::load_release(&ctl, &release_id)
         .await
         .map_err(fail)?;
     Ok(release_view(r, ctl.now(), &g))
@@ -136,7 +170,7 @@ pub async fn list_releases(pipeline_id: String) -> Result<Vec<ReleaseView>, Serv
     use super::server::*;
     use vf_control::access::{Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
-    let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
+    let rows = vf_control::releases::list_releases(&ctl, &pipeline_id)
         .await
         .map_err(fail)?;
     let now = ctl.now();
@@ -148,7 +182,7 @@ async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView
     use super::server::*;
     use vf_control::access::{self, role_for_release_action, Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
-    let release = vf_control::releases::get_release(&ctl.db, &release_id)
+    let release = vf_control::releases::get_release(&ctl, &release_id)
         .await
         .map_err(fail)?;
     let need = role_for_release_action(action, &release.created_by, &g.actor.name);
@@ -156,7 +190,7 @@ async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView
     let r = vf_control::releases::act(&ctl, &g.actor, &release_id, action)
         .await
         .map_err(fail)?;
-    Ok(release_view(r, ctl.now(), &g))
+    Ok(release_view(Ok(r), ctl.now(), &g))
 }
 
 /// Re-evaluates the current stage's gates and starts the next stage; refuses (409, with the
@@ -188,8 +222,12 @@ pub async fn rollback_release(release_id: String) -> Result<ReleaseView, ServerF
 #[cfg(feature = "ssr")]
 async fn series_of(
     ctl: &vf_control::Control,
-    r: &vf_control::releases::ReleaseRow,
+    r: &vf_control::releases::StoredRelease,
 ) -> Result<Vec<StageSeries>, ServerFnError> {
+    // An unreadable release has no stages to chart.
+    let Ok(r) = r else {
+        return Ok(Vec::new());
+    };
     let series = vf_control::releases::stage_series(&ctl.db, r, ctl.now())
         .await
         .map_err(super::server::fail)?;
@@ -212,7 +250,7 @@ pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, Serv
     use super::server::*;
     use vf_control::access::{Role, Target};
     let (ctl, _) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
-    let r = vf_control::releases::get_release(&ctl.db, &release_id)
+    let r = vf_control::releases::load_release(&ctl, &release_id)
         .await
         .map_err(fail)?;
     series_of(&ctl, &r).await
@@ -226,7 +264,7 @@ pub async fn release_history(
     use super::server::*;
     use vf_control::access::{Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
-    let rows = vf_control::releases::list_releases(&ctl.db, &pipeline_id)
+    let rows = vf_control::releases::list_releases(&ctl, &pipeline_id)
         .await
         .map_err(fail)?;
     let mut out = Vec::with_capacity(rows.len());

@@ -10,9 +10,34 @@ use leptos::prelude::*;
 
 use crate::types::Labels;
 
+/// What a [`StatusBadge`] shows: a typed status (`ReleaseStatus::HealthCheck.into()`), or a
+/// status an agent reported as text (`"RUNNING"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status(String);
+
+impl From<vf_rules::ReleaseStatus> for Status {
+    fn from(status: vf_rules::ReleaseStatus) -> Status {
+        Status(status.as_str().to_owned())
+    }
+}
+
+impl From<String> for Status {
+    fn from(text: String) -> Status {
+        Status(text)
+    }
+}
+
+impl From<&str> for Status {
+    fn from(text: &str) -> Status {
+        Status(text.to_owned())
+    }
+}
+
 /// A status with a colour AND its name: never colour alone.
+/// `view! { <StatusBadge status=ReleaseStatus::HealthCheck/> }`
 #[component]
-pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
+pub fn StatusBadge(#[prop(into)] status: Status) -> impl IntoView {
+    let status = status.0;
     let class = format!(
         "badge badge-{}",
         status.to_ascii_lowercase().replace('_', "-")

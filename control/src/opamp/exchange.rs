@@ -230,8 +230,8 @@ pub async fn exchange(ctl: &Control, env: &Environment, msg: &AgentToServer) -> 
         Some(h) => store::offered_pipelines(db, &agent.node.id, h).await?,
         None => None,
     };
-    let served = served_pipelines(db, &agent.node).await?;
-    let kinds = served.iter().map(|s| s.served.kind()).collect();
+    let served = served_pipelines(ctl, &agent.node).await?;
+    let kinds = served.iter().map(|s| s.served.kind().as_str()).collect();
     let holds_ours = held.as_ref().is_some_and(|p| !p.is_empty());
     let offer = build_offer(&served, holds_ours);
 

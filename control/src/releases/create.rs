@@ -1,11 +1,14 @@
 //! `release.canary.create`: mint the canary version, record the previous one, capture the
 //! throughput baseline and open stage 1, in one transaction.
 
-use serde_json::{json, Value};
-use vf_rules::{parse_canary_selector, Gate, RolloutPlan};
+use std::collections::BTreeSet;
 
-use super::state::{get_release, ReleaseRow, StageState};
-use super::targets::FleetSnapshot;
+use serde_json::{json, Value};
+use vf_rules::{parse_canary_selector, Gate, ReleaseState, RolloutPlan};
+
+use super::state::{get_release, Release};
+use super::targets::{selector_field, FleetSnapshot};
+use super::transition::opening;
 use crate::audit::{self, Actor, AuditEntry};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
@@ -99,7 +102,7 @@ pub async fn baseline_eps(db: &Db, pipeline_id: &str, now: i64) -> Result<Option
 }
 
 /// Creates a canary release and opens its first stage.
-pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> Result<ReleaseRow> {
+pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> Result<Release> {
     let db = &ctl.db;
     let now = ctl.now();
     let (plan, planless) = parse_plan(ctl, &req)?;
@@ -120,37 +123,21 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
             .map(|u| u.to_string())
             .map_err(|_| ControlError::invalid("releaseId", "must be a UUID"))?,
     };
-    // Every stage's node group must exist now, not only stage 1's; stage 1 opens now.
-    let mut stage_nodes = Vec::new();
-    for (i, stage) in plan.stages().iter().enumerate() {
-        let field = if planless {
-            "canarySelector".to_string()
-        } else {
-            format!("rolloutPlan.stages[{i}].selector")
-        };
-        let targets = snapshot.targets(&release_id, &stage.selector, &field)?;
-        if i == 0 && targets.is_empty() {
-            return Err(ControlError::invalid(
-                field,
-                "targets no node of the pipeline's fleet: a canary needs at least one node",
-            ));
-        }
-        if i == 0 {
-            // A BTreeSet: already in id order.
-            stage_nodes = targets.into_iter().collect();
-        }
+    // Stage 1 opens now; every later stage's node group must exist now too.
+    let first = snapshot.additions(&release_id, &plan, planless, 0, &BTreeSet::new())?;
+    if first.is_empty() {
+        return Err(ControlError::invalid(
+            selector_field(planless, 0),
+            "targets no node of the pipeline's fleet: a canary needs at least one node",
+        ));
     }
-    let first = &plan.stages()[0];
-    let deadline = first.bake.deadline_ms(now);
-    let stages = vec![StageState {
-        index: 0,
-        node_ids: stage_nodes.clone(),
-        started_at: now,
-        bake_deadline: deadline,
-        start_minute_events: super::inputs::events_in_minute(db, &pipeline.id, now).await?,
-        evaluations: Vec::new(),
-        outcome: None,
-    }];
+    for (i, stage) in plan.stages().iter().enumerate().skip(1) {
+        snapshot.targets(&release_id, &stage.selector, &selector_field(planless, i))?;
+    }
+    let opened = opening(ctl, &pipeline, first, now).await?;
+    let stage_nodes = opened.node_ids.clone();
+    let plan_json = plan.to_json();
+    let state = ReleaseState::open(plan, planless, opened, now);
     let baseline = baseline_eps(db, &pipeline.id, now).await?;
 
     let mut tx = db.pool.begin().await?;
@@ -169,16 +156,18 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         "INSERT INTO releases (id, pipeline_id, canary_version, previous_version, status, plan,
             planless, stages, current_stage, bake_deadline, baseline_eps, created_by, updated_by,
             created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 'CANARY_DEPLOYED', $5, $6, $7, 0, $8, $9, $10, $10, $11, $11)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $13)",
     )
     .bind(&release_id)
     .bind(&pipeline.id)
     .bind(canary_version)
     .bind(pipeline.deployed_version)
-    .bind(plan.to_json().to_string())
-    .bind(i64::from(planless))
-    .bind(serde_json::to_string(&stages)?)
-    .bind(deadline)
+    .bind(state.status.as_str())
+    .bind(plan_json.to_string())
+    .bind(i64::from(state.planless))
+    .bind(serde_json::to_string(&state.stages)?)
+    .bind(state.current_stage as i64)
+    .bind(state.bake_deadline)
     .bind(baseline)
     .bind(&actor.name)
     .bind(now)
@@ -211,7 +200,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
                 "canaryVersion": canary_version,
                 "previousVersion": pipeline.deployed_version,
                 "planless": planless,
-                "plan": plan.to_json(),
+                "plan": plan_json,
                 "baselineEps": baseline,
                 "stage1Nodes": stage_nodes,
             }),
@@ -225,5 +214,5 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         canary_version,
         "canary release created"
     );
-    get_release(db, &release_id).await
+    get_release(ctl, &release_id).await
 }

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use vf_rules::{promql_queries, ErrorCounts, GateInputs, PromQlOutcome, RolloutPlan};
+use vf_rules::{promql_queries, ErrorCounts, GateInputs, PromQlOutcome};
 
-use super::state::ReleaseRow;
+use super::state::Release;
 use crate::heartbeat::{minute_of, saturating_total};
 use crate::promql::instant_query;
 use crate::{Control, ControlError, Db, Doing, Result};
@@ -156,13 +156,12 @@ pub async fn throughput_eps(
 /// Everything the current stage's gates need, read now.
 pub async fn gate_inputs(
     ctl: &Control,
-    release: &ReleaseRow,
-    plan: &RolloutPlan,
+    release: &Release,
     now: i64,
 ) -> Result<GateInputs, InputError> {
-    let stages = release.stage_states();
-    let index = usize::try_from(release.current_stage).unwrap_or(0);
-    let Some(current) = stages.get(index) else {
+    let plan = release.plan();
+    let index = release.state.current_stage;
+    let Some(current) = release.state.current() else {
         return Ok(GateInputs::default());
     };
     let targeted = release.targeted();

@@ -4,12 +4,13 @@
 //! [`tick`] directly with the time they want. Deadlines live in the database, so a restart
 //! resumes where it was.
 
-use vf_rules::{evaluate_stage, on_bake_expired, Decision};
+use vf_rules::{
+    evaluate_stage, on_bake_expired, Decision, GateEvaluation, ReleaseStatus, Step, Trigger,
+};
 
-use super::actions::decision_name;
 use super::inputs::{gate_inputs, InputError};
-use super::state::{GateEvaluation, ReleaseRow, RELEASE_COLUMNS};
-use super::transition::{apply, Step};
+use super::state::{Release, ReleaseRow, RELEASE_COLUMNS};
+use super::transition::apply;
 use crate::{Actor, Control, ControlError, Result};
 
 /// The actor recorded for the scheduler's decisions.
@@ -23,17 +24,27 @@ pub struct TickOutcome {
     pub decision: String,
 }
 
-/// Evaluates every due release once. One failing release does not stop the others.
+/// Evaluates every due release once. One failing release does not stop the others; an
+/// unreadable one is reported and skipped (it stays in flight, fenced to its previous
+/// version, until an operator rolls it back or the row is repaired).
 pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
     let due = sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases
-         WHERE status = 'CANARY_DEPLOYED' AND bake_deadline <= $1 ORDER BY bake_deadline"
+         WHERE status = $1 AND bake_deadline <= $2 ORDER BY bake_deadline"
     ))
+    .bind(ReleaseStatus::CanaryDeployed.as_str())
     .bind(now)
     .fetch_all(&ctl.db.pool)
     .await?;
     let mut outcomes = Vec::new();
-    for release in due {
+    for row in due {
+        let release = match row.parse() {
+            Ok(release) => release,
+            Err(e) => {
+                e.report(ctl, "the scheduler cannot judge it");
+                continue;
+            }
+        };
         match decide(ctl, &release, now).await {
             Ok(decision) => outcomes.push(TickOutcome {
                 release_id: release.id.clone(),
@@ -53,29 +64,31 @@ pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
     Ok(outcomes)
 }
 
-async fn decide(ctl: &Control, release: &ReleaseRow, now: i64) -> Result<String> {
-    let plan = release.plan()?;
-    let index = usize::try_from(release.current_stage).unwrap_or(0);
+async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<String> {
+    let plan = release.plan();
+    let index = release.state.current_stage;
     let gates = plan.stage(index).map(|s| s.gates.as_slice()).unwrap_or(&[]);
-    let inputs = match gate_inputs(ctl, release, &plan, now).await {
-        Ok(inputs) => inputs,
-        Err(e) => return hold_unjudged(ctl, release, e, now).await,
+    let (step, evaluation) = match gate_inputs(ctl, release, now).await {
+        Ok(inputs) => {
+            let results = evaluate_stage(gates, &inputs);
+            let decision = on_bake_expired(plan, index, &results);
+            let evaluation = GateEvaluation {
+                at: now,
+                trigger: Trigger::Scheduler,
+                actor: SCHEDULER.into(),
+                results,
+                decision: decision.kind(),
+            };
+            (Step::Decided(decision), Some(evaluation))
+        }
+        Err(e) => (hold_unjudged(ctl, release, e), None),
     };
-    let results = evaluate_stage(gates, &inputs);
-    let decision = on_bake_expired(&plan, index, &results);
-    let name = decision_name(&decision).to_string();
-    let evaluation = GateEvaluation {
-        at: now,
-        trigger: SCHEDULER.into(),
-        actor: SCHEDULER.into(),
-        results,
-        decision: name.clone(),
-    };
+    let name = step.kind().as_str().to_string();
     apply(
         ctl,
         release,
-        Step::Decided(decision),
-        Some(evaluation),
+        step,
+        evaluation,
         &Actor::system(SCHEDULER),
         now,
     )
@@ -86,25 +99,9 @@ async fn decide(ctl: &Control, release: &ReleaseRow, now: i64) -> Result<String>
 /// A release whose gate inputs cannot be read is held for an operator with a reason naming
 /// the input, instead of failing again on every tick: the log has the cause chain, and
 /// `vectorflow_gate_input_errors_total` counts it.
-async fn hold_unjudged(
-    ctl: &Control,
-    release: &ReleaseRow,
-    e: InputError,
-    now: i64,
-) -> Result<String> {
+fn hold_unjudged(ctl: &Control, release: &Release, e: InputError) -> Step {
     e.report(ctl, &release.id, "holding the release");
-    let hold = Decision::Hold {
+    Step::Decided(Decision::Hold {
         reason: e.reason(&release.id),
-    };
-    let name = decision_name(&hold).to_string();
-    apply(
-        ctl,
-        release,
-        Step::Decided(hold),
-        None,
-        &Actor::system(SCHEDULER),
-        now,
-    )
-    .await?;
-    Ok(name)
+    })
 }

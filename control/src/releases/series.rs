@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::ReleaseRow;
+use super::state::Release;
 use crate::heartbeat::minute_of;
 use crate::{Db, Result};
 
@@ -16,11 +16,7 @@ pub struct SeriesPoint {
 }
 
 /// The minutes of each started stage, in stage order.
-pub async fn stage_series(
-    db: &Db,
-    release: &ReleaseRow,
-    now: i64,
-) -> Result<Vec<Vec<SeriesPoint>>> {
+pub async fn stage_series(db: &Db, release: &Release, now: i64) -> Result<Vec<Vec<SeriesPoint>>> {
     let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
         "SELECT node_id, minute, events_in, errors FROM node_pipeline_metrics
          WHERE pipeline_id = $1 AND version = $2 AND minute >= $3 ORDER BY minute",
@@ -30,8 +26,8 @@ pub async fn stage_series(
     .bind(minute_of(release.created_at))
     .fetch_all(&db.pool)
     .await?;
-    let stages = release.stage_states();
-    let end_of_release = release.completed_at.unwrap_or(now);
+    let stages = &release.state.stages;
+    let end_of_release = release.state.completed_at.unwrap_or(now);
     let mut targeted = BTreeSet::new();
     let mut out = Vec::with_capacity(stages.len());
     for (i, stage) in stages.iter().enumerate() {

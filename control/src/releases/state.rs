@@ -1,12 +1,21 @@
-//! The release row and the per-stage state stored on it.
+//! Reading releases. A row is parsed once, here, into a [`Release`] whose state is the typed
+//! [`vf_rules::ReleaseState`]; nothing past this file sees a status string or stage JSON.
+//!
+//! A row that does not parse (a status this server does not know, stage or plan JSON that
+//! does not read) is an [`Unreadable`], never a default: it names the release and the field,
+//! is logged at error level, counts in `vectorflow_release_state_unreadable_total{field}`,
+//! shows on the rollout view as "release state unreadable", and fencing serves its pipeline's
+//! previous version to every node while saying so (see `crate::delivery`).
 
 use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use vf_rules::{ReleaseState, ReleaseStatus, RolloutPlan, StageState};
 
-use crate::Result;
+use crate::{Control, ControlError, Result};
 
-/// A release as stored. `stages` is a JSON list of [`StageState`], one per started stage.
+/// A release as stored; read it through [`ReleaseRow::parse`].
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ReleaseRow {
     pub id: String,
@@ -34,107 +43,222 @@ pub const RELEASE_COLUMNS: &str = "id, pipeline_id, canary_version, previous_ver
     plan, planless, stages, current_stage, bake_deadline, baseline_eps, hold_reason, \
     failure_reason, created_by, updated_by, created_at, updated_at, completed_at, row_version";
 
-/// What is recorded when a stage starts, and every evaluation of its gates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StageState {
-    pub index: i64,
-    /// The node ids this stage added, materialised when it started.
-    pub node_ids: Vec<String>,
-    pub started_at: i64,
-    pub bake_deadline: i64,
-    /// The pipeline's events already counted in the minute the stage started, before it
-    /// started: subtracted from the bake's throughput so earlier traffic never counts.
-    #[serde(default)]
-    pub start_minute_events: i64,
-    #[serde(default)]
-    pub evaluations: Vec<GateEvaluation>,
-    /// `passed`, `failed`, `held` once the stage is decided; absent while it bakes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
+/// A release, read and parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Release {
+    pub id: String,
+    pub pipeline_id: String,
+    pub canary_version: i64,
+    /// The deployed version when the canary was minted; `None` on a first deploy.
+    pub previous_version: Option<i64>,
+    pub state: ReleaseState,
+    /// The pipeline's events per second before the release started, for throughputDrop.
+    pub baseline_eps: Option<f64>,
+    pub created_by: String,
+    pub updated_by: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The compare-and-set guard of every transition.
+    pub row_version: i64,
 }
 
-/// One evaluation of a stage's gates, with its evidence and what it led to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GateEvaluation {
-    pub at: i64,
-    /// `scheduler`, or the operator action that asked (`advance`, `complete`, `broaden`).
-    pub trigger: String,
-    pub actor: String,
-    pub results: Vec<vf_rules::GateResult>,
-    /// What followed: `advance`, `complete`, `hold`, `rollback`, or `refused`.
-    pub decision: String,
-}
-
-impl ReleaseRow {
-    pub fn stage_states(&self) -> Vec<StageState> {
-        serde_json::from_str(&self.stages).unwrap_or_default()
-    }
-
-    pub fn in_flight(&self) -> bool {
-        matches!(self.status.as_str(), "CANARY_DEPLOYED" | "HEALTH_CHECK")
-    }
-
-    /// The stored status; an unknown spelling (a newer server's) reads as not in flight.
-    pub fn status(&self) -> vf_rules::ReleaseStatus {
-        vf_rules::ReleaseStatus::parse(&self.status).unwrap_or(vf_rules::ReleaseStatus::RolledBack)
-    }
-
-    /// The stored plan, parsed again (it was valid when stored).
-    pub fn plan(&self) -> crate::Result<vf_rules::RolloutPlan> {
-        let text = self.plan.as_deref().unwrap_or("null");
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        vf_rules::RolloutPlan::parse(&value)
-            .map_err(|e| crate::ControlError::Internal(anyhow::anyhow!("stored plan: {e}")))
-    }
-
-    pub fn is_planless(&self) -> bool {
-        self.planless != 0
-    }
-
+impl Release {
     /// Every node any started stage targeted: the fencing set.
     pub fn targeted(&self) -> BTreeSet<String> {
-        self.stage_states()
-            .into_iter()
-            .flat_map(|s| s.node_ids)
-            .collect()
+        self.state.targeted()
+    }
+
+    pub fn plan(&self) -> &RolloutPlan {
+        &self.state.plan
     }
 }
 
-/// The in-flight release of a pipeline, read live (fencing must never use a stale copy).
-pub async fn in_flight_release(
+/// A stored release whose state does not parse; `row` keeps what was read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("release {} state is unreadable: stored {field}: {message}", .row.id)]
+pub struct Unreadable {
+    pub row: Box<ReleaseRow>,
+    /// The column: `status`, `plan`, `planless`, `stages` or `current_stage`.
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// A release as read: parsed, or unreadable with what could be read.
+pub type StoredRelease = std::result::Result<Release, Unreadable>;
+
+impl ReleaseRow {
+    /// Parses the stored state; the first field that does not read is the error.
+    pub fn parse(self) -> StoredRelease {
+        let unreadable = |row: &ReleaseRow, field: &'static str, message: String| Unreadable {
+            row: Box::new(row.clone()),
+            field,
+            message,
+        };
+        let Some(status) = ReleaseStatus::parse(&self.status) else {
+            let message = format!("unknown status {:?}", self.status);
+            return Err(unreadable(&self, "status", message));
+        };
+        let plan = match self
+            .plan
+            .as_deref()
+            .map(serde_json::from_str::<RolloutPlan>)
+        {
+            Some(Ok(plan)) => plan,
+            Some(Err(e)) => return Err(unreadable(&self, "plan", e.to_string())),
+            None => return Err(unreadable(&self, "plan", "missing".into())),
+        };
+        let planless = match self.planless {
+            0 => false,
+            1 => true,
+            other => {
+                let message = format!("{other} is neither 0 nor 1");
+                return Err(unreadable(&self, "planless", message));
+            }
+        };
+        let stages = match serde_json::from_str::<Vec<StageState>>(&self.stages) {
+            Ok(stages) if stages.is_empty() => {
+                return Err(unreadable(&self, "stages", "no stage started".into()))
+            }
+            Ok(stages) => stages,
+            Err(e) => return Err(unreadable(&self, "stages", e.to_string())),
+        };
+        let current_stage = match usize::try_from(self.current_stage) {
+            Ok(i) if i < stages.len() => i,
+            _ => {
+                let message = format!(
+                    "{} is not one of the {} started stages",
+                    self.current_stage,
+                    stages.len()
+                );
+                return Err(unreadable(&self, "current_stage", message));
+            }
+        };
+        Ok(Release {
+            state: ReleaseState {
+                status,
+                planless,
+                plan,
+                stages,
+                current_stage,
+                bake_deadline: self.bake_deadline,
+                hold_reason: self.hold_reason,
+                failure_reason: self.failure_reason,
+                completed_at: self.completed_at,
+            },
+            id: self.id,
+            pipeline_id: self.pipeline_id,
+            canary_version: self.canary_version,
+            previous_version: self.previous_version,
+            baseline_eps: self.baseline_eps,
+            created_by: self.created_by,
+            updated_by: self.updated_by,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            row_version: self.row_version,
+        })
+    }
+}
+
+/// How often one unreadable release is logged: fencing reads it on every config poll.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+static LAST_REPORTED: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
+
+impl Unreadable {
+    /// Counts the read in `/metrics` and logs it at error level (once a minute per release);
+    /// `consequence` says what follows ("fencing serves the previous version ...").
+    pub fn report(&self, ctl: &Control, consequence: &str) {
+        ctl.metrics.release_state_unreadable(self.field);
+        let now = Instant::now();
+        let due = match LAST_REPORTED.lock() {
+            Ok(mut last) => {
+                last.retain(|(_, at)| now.duration_since(*at) < REPORT_EVERY);
+                let seen = last.iter().any(|(id, _)| *id == self.row.id);
+                if !seen {
+                    last.push((self.row.id.clone(), now));
+                }
+                !seen
+            }
+            Err(_) => true,
+        };
+        if due {
+            tracing::error!(
+                release_id = self.row.id,
+                pipeline_id = self.row.pipeline_id,
+                field = self.field,
+                error = self.message,
+                "release state unreadable; {consequence}"
+            );
+        }
+    }
+
+    /// What an operator's action on this release answers.
+    pub fn refusal(&self) -> ControlError {
+        ControlError::Conflict(format!(
+            "{self}; the server log has it (search for release {})",
+            self.row.id
+        ))
+    }
+}
+
+/// The in-flight release row of a pipeline, read live (fencing must never use a stale copy).
+/// Unparsed: an unreadable in-flight release still fences and still blocks a new release.
+pub async fn in_flight_row(
     conn: impl sqlx::AnyExecutor<'_>,
     pipeline_id: &str,
 ) -> Result<Option<ReleaseRow>> {
+    let [a, b] = ReleaseStatus::IN_FLIGHT;
     Ok(sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases
-         WHERE pipeline_id = $1 AND status IN ('CANARY_DEPLOYED', 'HEALTH_CHECK')"
+         WHERE pipeline_id = $1 AND status IN ($2, $3)"
     ))
     .bind(pipeline_id)
+    .bind(a.as_str())
+    .bind(b.as_str())
     .fetch_optional(conn)
     .await?)
 }
 
-/// One release by id.
-pub async fn get_release(db: &crate::Db, id: &str) -> Result<ReleaseRow> {
+async fn fetch(ctl: &Control, id: &str) -> Result<ReleaseRow> {
     sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases WHERE id = $1"
     ))
     .bind(id)
-    .fetch_optional(&db.pool)
+    .fetch_optional(&ctl.db.pool)
     .await?
-    .ok_or_else(|| crate::ControlError::NotFound(format!("release {id}")))
+    .ok_or_else(|| ControlError::NotFound(format!("release {id}")))
 }
 
-/// A pipeline's releases, newest first.
-pub async fn list_releases(db: &crate::Db, pipeline_id: &str) -> Result<Vec<ReleaseRow>> {
-    Ok(sqlx::query_as::<_, ReleaseRow>(crate::sql!(
+/// One release by id to show, parsed or not; an unreadable one is reported.
+pub async fn load_release(ctl: &Control, id: &str) -> Result<StoredRelease> {
+    Ok(fetch(ctl, id)
+        .await?
+        .parse()
+        .inspect_err(|e| e.report(ctl, SHOWN_UNREADABLE)))
+}
+
+/// One release by id to act on; an unreadable one is reported and refused with a conflict.
+pub async fn get_release(ctl: &Control, id: &str) -> Result<Release> {
+    fetch(ctl, id).await?.parse().map_err(|e| {
+        e.report(ctl, "refusing to act on it");
+        e.refusal()
+    })
+}
+
+const SHOWN_UNREADABLE: &str = "the rollout view shows it as unreadable";
+
+/// A pipeline's releases, newest first; unreadable ones are reported and kept in the list.
+pub async fn list_releases(ctl: &Control, pipeline_id: &str) -> Result<Vec<StoredRelease>> {
+    let rows = sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases WHERE pipeline_id = $1 ORDER BY created_at DESC, id DESC"
     ))
     .bind(pipeline_id)
-    .fetch_all(&db.pool)
-    .await?)
+    .fetch_all(&ctl.db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| row.parse().inspect_err(|e| e.report(ctl, SHOWN_UNREADABLE)))
+        .collect())
 }
 
 /// `(pipeline name, status)` of each pipeline's latest release, for `/metrics`.
@@ -150,4 +274,88 @@ pub async fn latest_statuses(db: &crate::Db) -> Result<Vec<(String, String)>> {
         latest.insert(id, (name, status));
     }
     Ok(latest.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row() -> ReleaseRow {
+        let plan = json!({"stages": [{"selector": {"percentage": 10}, "bakeSeconds": 60}]});
+        let stages =
+            json!([{"index": 0, "nodeIds": ["n1"], "startedAt": 1, "bakeDeadline": 60_001}]);
+        ReleaseRow {
+            id: "r1".into(),
+            pipeline_id: "p1".into(),
+            canary_version: 2,
+            previous_version: Some(1),
+            status: "CANARY_DEPLOYED".into(),
+            plan: Some(plan.to_string()),
+            planless: 0,
+            stages: stages.to_string(),
+            current_stage: 0,
+            bake_deadline: Some(60_001),
+            baseline_eps: None,
+            hold_reason: None,
+            failure_reason: None,
+            created_by: "ana".into(),
+            updated_by: "ana".into(),
+            created_at: 1,
+            updated_at: 1,
+            completed_at: None,
+            row_version: 1,
+        }
+    }
+
+    fn field_of(row: ReleaseRow) -> &'static str {
+        row.parse().expect_err("unreadable").field
+    }
+
+    #[test]
+    fn a_well_formed_row_parses_into_its_typed_state() {
+        let release = row().parse().expect("parses");
+        assert_eq!(release.state.status, ReleaseStatus::CanaryDeployed);
+        assert_eq!(release.targeted(), BTreeSet::from(["n1".to_string()]));
+        assert_eq!(release.plan().stages().len(), 1);
+    }
+
+    #[test]
+    fn every_unreadable_field_is_named_never_defaulted() {
+        let mut r = row();
+        r.status = "DEPLOYED".into();
+        assert_eq!(field_of(r), "status");
+        let mut r = row();
+        r.stages = "{not json".into();
+        assert_eq!(field_of(r), "stages");
+        let mut r = row();
+        r.stages = "[]".into();
+        assert_eq!(field_of(r), "stages");
+        let mut r = row();
+        r.stages = r.stages.replace("nodeIds", "nodes");
+        assert_eq!(field_of(r), "stages");
+        let mut r = row();
+        r.plan = Some(json!({"stages": []}).to_string());
+        assert_eq!(field_of(r), "plan");
+        let mut r = row();
+        r.plan = None;
+        assert_eq!(field_of(r), "plan");
+        let mut r = row();
+        r.planless = 7;
+        assert_eq!(field_of(r), "planless");
+        let mut r = row();
+        r.current_stage = 1;
+        assert_eq!(field_of(r), "current_stage");
+    }
+
+    #[test]
+    fn the_error_names_the_release_and_the_field() {
+        let mut r = row();
+        r.stages = "{not json".into();
+        let message = r.parse().expect_err("unreadable").to_string();
+        assert!(
+            message.starts_with("release r1 state is unreadable: stored stages: "),
+            "{message}"
+        );
+    }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use vf_rules::{fleet_admitted, selector_targets, NodeRef, SelectError, Selector};
+use vf_rules::{
+    fleet_admitted, selector_targets, stage_additions, NodeRef, RolloutPlan, SelectError, Selector,
+};
 
 use crate::fleet::{list_node_groups, list_nodes, Labels};
 use crate::pipelines::PipelineRow;
@@ -53,5 +55,36 @@ impl FleetSnapshot {
             ),
             other => ControlError::invalid(field, other.to_string()),
         })
+    }
+
+    /// The nodes stage `index` adds when it opens now: its selector's targets less every
+    /// node an earlier stage took (`already`), in id order. Creating a release opens stage 1
+    /// with this, advancing opens the next one with it.
+    pub fn additions(
+        &self,
+        release_id: &str,
+        plan: &RolloutPlan,
+        planless: bool,
+        index: usize,
+        already: &BTreeSet<String>,
+    ) -> Result<Vec<String>> {
+        let stage = plan.stage(index).ok_or_else(|| {
+            ControlError::Internal(anyhow::anyhow!("stage {index} is not in the plan"))
+        })?;
+        let targets = self.targets(
+            release_id,
+            &stage.selector,
+            &selector_field(planless, index),
+        )?;
+        Ok(stage_additions(already, &targets))
+    }
+}
+
+/// The request field that holds stage `index`'s selector, for errors.
+pub fn selector_field(planless: bool, index: usize) -> String {
+    if planless {
+        "canarySelector".to_string()
+    } else {
+        format!("rolloutPlan.stages[{index}].selector")
     }
 }

@@ -112,7 +112,7 @@ async fn serve_config(
         }
     };
     let (doc, etag, kinds) =
-        agent::config_for_node(&ctl.db, node, ctl.settings.poll_interval_ms).await?;
+        agent::config_for_node(ctl, node, ctl.settings.poll_interval_ms).await?;
     for kind in kinds {
         state.metrics.served(kind);
     }

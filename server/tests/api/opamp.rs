@@ -21,7 +21,7 @@ use vf_control::opamp::proto::{
     ServerToAgent, ServerToAgentFlags,
 };
 use vf_control::opamp::{store, transport};
-use vf_control::releases::{self, CanaryRequest, ReleaseRow};
+use vf_control::releases::{self, CanaryRequest, Release};
 use vf_control::testing::TestDb;
 use vf_rules::Action;
 
@@ -217,7 +217,7 @@ async fn pipeline_status(app: &TestApp, node_id: &str, pipeline_id: &str) -> Opt
 }
 
 /// A two-stage rollout: stage 1 the nodes labelled wave=one, stage 2 wave=two, 60 s bakes.
-async fn two_stage_canary(app: &TestApp, pipeline_id: &str, config_yaml: &str) -> ReleaseRow {
+async fn two_stage_canary(app: &TestApp, pipeline_id: &str, config_yaml: &str) -> Release {
     let stage = |wave: &str| {
         json!({
             "selector": {"labels": {"wave": wave}},
@@ -789,10 +789,10 @@ async fn after_completion_every_collector_converges_on_the_new_version() {
     assert_eq!(offered(&offer), config(&[("edge-logs", V2)]));
     steady.apply(&app, &offer).await;
     assert_eq!(app.decide_after(60_000).await, "complete");
-    let done = releases::get_release(&app.control.db, &release.id)
+    let done = releases::get_release(&app.control, &release.id)
         .await
         .unwrap();
-    assert_eq!(done.status, "BROADENED");
+    assert_eq!(done.state.status.as_str(), "BROADENED");
 
     // Out of flight: both already run the deployed version, nothing is resent; a new
     // collector gets it straight away.
@@ -1041,10 +1041,10 @@ async fn the_real_opamp_client_follows_a_staged_rollout() {
     assert_eq!(app.decide_after(60_000).await, "advance");
     two.wait_applied(V2).await;
     assert_eq!(app.decide_after(60_000).await, "complete");
-    let done = releases::get_release(&app.control.db, &release.id)
+    let done = releases::get_release(&app.control, &release.id)
         .await
         .unwrap();
-    assert_eq!(done.status, "BROADENED");
+    assert_eq!(done.state.status.as_str(), "BROADENED");
     // Each client received each config once per change: no resend loop.
     let one_state = one.state();
     let distinct: std::collections::BTreeSet<_> = bodies(&one_state).into_iter().collect();

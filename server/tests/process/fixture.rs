@@ -12,7 +12,7 @@ use vf_agent::protocol::{EnrollRequest, EnrollResponse};
 use vf_control::access::{Role, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
 use vf_control::pipelines::{self, PipelineRow};
-use vf_control::releases::{self, CanaryRequest, ReleaseRow};
+use vf_control::releases::{self, CanaryRequest, Release};
 use vf_control::{agent, fleet, Actor, Control, Db, ManualClock, Settings};
 
 /// The environment every server binary bootstraps (`VF_BOOTSTRAP_ENVIRONMENT`).
@@ -171,7 +171,7 @@ impl Fixture {
         pipeline_id: &str,
         config_yaml: &str,
         plan: Value,
-    ) -> ReleaseRow {
+    ) -> Release {
         releases::create_canary(
             &self.control,
             &operator(),
@@ -187,8 +187,8 @@ impl Fixture {
         .unwrap()
     }
 
-    pub async fn release(&self, id: &str) -> ReleaseRow {
-        releases::get_release(&self.control.db, id).await.unwrap()
+    pub async fn release(&self, id: &str) -> Release {
+        releases::get_release(&self.control, id).await.unwrap()
     }
 
     /// Releases every pooled connection: on SQLite the binary must be the only writer.

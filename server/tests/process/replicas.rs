@@ -99,7 +99,10 @@ async fn two_server_processes_on_one_postgres_database_make_every_due_transition
     }
     let deadline = fixture.now() + BAKE_MS;
     for p in &prepared {
-        assert_eq!(fixture.release(&p.id).await.bake_deadline, Some(deadline));
+        assert_eq!(
+            fixture.release(&p.id).await.state.bake_deadline,
+            Some(deadline)
+        );
     }
     fixture.close().await;
 
@@ -163,11 +166,18 @@ async fn two_server_processes_on_one_postgres_database_make_every_due_transition
             p.row_version + 1,
             "{context}: one step"
         );
-        assert_eq!(release.status, status, "{context}");
-        assert_eq!(release.current_stage, current_stage, "{context}");
-        let stages = release.stage_states();
+        assert_eq!(release.state.status.as_str(), status, "{context}");
+        assert_eq!(
+            release.state.current_stage as i64, current_stage,
+            "{context}"
+        );
+        let stages = &release.state.stages;
         assert_eq!(stages[0].evaluations.len(), 1, "{context}: {stages:?}");
-        assert_eq!(stages[0].evaluations[0].decision, decision, "{context}");
+        assert_eq!(
+            stages[0].evaluations[0].decision.as_str(),
+            decision,
+            "{context}"
+        );
         assert!(stages[0].evaluations[0].at >= deadline, "{context}");
         decided_at.insert(p.id.clone(), stages[0].evaluations[0].at - deadline);
 

@@ -34,7 +34,10 @@ async fn a_server_killed_with_sigkill_mid_bake_resumes_and_decides_the_stage_exa
         "autoAdvance": true,
     });
     let created = fixture.create_release(&pipeline.id, "v: 2\n", plan).await;
-    let deadline = created.bake_deadline.expect("stage 1 has a bake deadline");
+    let deadline = created
+        .state
+        .bake_deadline
+        .expect("stage 1 has a bake deadline");
     fixture.close().await;
     let id = created.id.as_str();
     let get = json!({ "release_id": id });

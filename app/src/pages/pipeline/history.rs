@@ -51,13 +51,14 @@ fn HistoryItem(r: ReleaseView, series: Vec<StageSeries>) -> impl IntoView {
         r.updated_by
     );
     view! {
-        <li class="card history-item" data-release=r.id.clone() data-status=r.status.clone()>
+        <li class="card history-item" data-release=r.id.clone() data-status=r.status.map(|s| s.as_str())>
             <details>
                 <summary>
-                    <StatusBadge status=r.status.clone()/>" " {summary}
+                    {r.status.map(|s| view! { <StatusBadge status=s/> })}" " {summary}
                 </summary>
+                {r.unreadable.clone().map(|u| view! { <p class="failure">{u}</p> })}
                 {r.failure_reason.clone().map(|f| view! { <p class="failure">{f}</p> })}
-                <pre class="mono small plan">{serde_json::to_string_pretty(&r.plan).unwrap_or_default()}</pre>
+                <pre class="mono small plan">{r.plan.as_ref().map(|p| serde_json::to_string_pretty(&p.to_json()).unwrap_or_default())}</pre>
                 <ol class="stages">
                     {(0..r.stage_count as usize).map(|i| {
                         let stage = r.stages.get(i).cloned();
@@ -66,8 +67,8 @@ fn HistoryItem(r: ReleaseView, series: Vec<StageSeries>) -> impl IntoView {
                             <li class="stage">
                                 <div class="stage-head">
                                     <strong>{format!("Stage {}", i + 1)}</strong>
-                                    <StatusBadge status=state.to_uppercase().replace(' ', "_")/>
-                                    <span class="muted">{selector_text(&r.plan, i)}</span>
+                                    <StatusBadge status=state.badge()/>
+                                    <span class="muted">{selector_text(r.plan.as_ref(), i)}</span>
                                 </div>
                                 {stage.map(|s| view! {
                                     <StageChart series=series.iter().find(|x| x.index == i as i64).cloned()/>

@@ -127,8 +127,8 @@ fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
                     let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
                     let running_attr = running.clone();
                     let served = match n.served_version {
-                        Some(v) => format!("v{v} ({})", n.served.replace('_', " ")),
-                        None => n.served.replace('_', " "),
+                        Some(v) => format!("v{v} ({})", n.served.label()),
+                        None => n.served.label().to_string(),
                     };
                     view! {
                         <tr data-node=n.node_name.clone() data-running=running_attr>

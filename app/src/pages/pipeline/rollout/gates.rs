@@ -21,10 +21,10 @@ pub fn GateEvaluations(evaluations: Vec<EvaluationView>) -> impl IntoView {
     view! {
         <div class="evaluations">
             {evaluations.into_iter().map(|e| view! {
-                <div class="evaluation" data-decision=e.decision.clone()>
+                <div class="evaluation" data-decision=e.decision.as_str()>
                     <p class="small">
-                        <strong>{format!("Gates evaluated by {} ({})", e.actor, e.trigger)}</strong>
-                        " at " {format_time(e.at)} " - " <span class="decision">{e.decision.clone()}</span>
+                        <strong>{format!("Gates evaluated by {} ({})", e.actor, e.trigger.as_str())}</strong>
+                        " at " {format_time(e.at)} " - " <span class="decision">{e.decision.as_str()}</span>
                     </p>
                     <table class="grid compact gates">
                         <thead><tr>

@@ -65,41 +65,63 @@ impl Default for RolloutActions {
     }
 }
 
-/// How a stage of the plan stands: pending, baking, passed, failed, held, or never opened.
-pub fn stage_state(r: &ReleaseView, index: usize) -> &'static str {
+/// How a stage of the plan stands, as the rollout view and the history show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageStanding {
+    Pending,
+    Baking,
+    Passed,
+    Failed,
+    Held,
+    RolledBack,
+    NotOpened,
+}
+
+impl StageStanding {
+    /// The `data-state` value and the words shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageStanding::Pending => "pending",
+            StageStanding::Baking => "baking",
+            StageStanding::Passed => "passed",
+            StageStanding::Failed => "failed",
+            StageStanding::Held => "held",
+            StageStanding::RolledBack => "rolled back",
+            StageStanding::NotOpened => "not opened",
+        }
+    }
+
+    /// The badge: `ROLLED_BACK`, `BAKING`, ...
+    pub fn badge(self) -> String {
+        self.as_str().to_uppercase().replace(' ', "_")
+    }
+}
+
+/// How stage `index` of the plan stands: its outcome once decided, else what the release's
+/// status says of the current stage.
+pub fn stage_state(r: &ReleaseView, index: usize) -> StageStanding {
+    use vf_rules::{ReleaseStatus as S, StageOutcome as O};
+    let status = r.status.unwrap_or(S::RolledBack);
     match r.stages.get(index) {
-        None if matches!(r.status.as_str(), "BROADENED" | "ROLLED_BACK") => "not opened",
-        None => "pending",
-        Some(s) => match s.outcome.as_deref() {
-            Some("passed") => "passed",
-            Some("failed") => "failed",
-            Some("held") => "held",
-            _ => match r.status.as_str() {
-                "CANARY_DEPLOYED" => "baking",
-                "HEALTH_CHECK" => "held",
-                "ROLLED_BACK" => "rolled back",
-                _ => "passed",
-            },
+        None if status.in_flight() => StageStanding::Pending,
+        None => StageStanding::NotOpened,
+        Some(s) => match (s.outcome, status) {
+            (Some(O::Passed), _) => StageStanding::Passed,
+            (Some(O::Failed), _) => StageStanding::Failed,
+            (Some(O::Held), _) => StageStanding::Held,
+            (None, S::CanaryDeployed) => StageStanding::Baking,
+            (None, S::HealthCheck) => StageStanding::Held,
+            (None, S::RolledBack) => StageStanding::RolledBack,
+            (None, S::Broadened) => StageStanding::Passed,
         },
     }
 }
 
-/// A one-line description of a stage's selector from the plan JSON.
-pub fn selector_text(plan: &serde_json::Value, index: usize) -> String {
-    let sel = &plan["stages"][index]["selector"];
-    if let Some(p) = sel.get("percentage") {
-        format!("{p}% of the fleet")
-    } else if let Some(labels) = sel.get("labels").and_then(|l| l.as_object()) {
-        let pairs: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect();
-        format!("labels {}", pairs.join(", "))
-    } else if let Some(g) = sel.get("nodeGroup").and_then(|g| g.as_str()) {
-        format!("node group {g}")
-    } else {
-        "selector".into()
-    }
+/// A one-line description of stage `index`'s selector.
+pub fn selector_text(plan: Option<&vf_rules::RolloutPlan>, index: usize) -> String {
+    plan.and_then(|p| p.stage(index))
+        .map(|s| s.selector.describe())
+        .unwrap_or_else(|| "selector".into())
 }
 
 #[component]
@@ -107,7 +129,7 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
     let Some(r) = d.release.clone() else {
         return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
     };
-    let in_flight = matches!(r.status.as_str(), "CANARY_DEPLOYED" | "HEALTH_CHECK");
+    let in_flight = r.in_flight();
     let targeted: std::collections::BTreeSet<String> = r
         .stages
         .iter()
@@ -126,18 +148,19 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
         "Latest release"
     };
     view! {
-        <section class="card rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.clone()>
+        <section class="card rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.map(|s| s.as_str())>
             <div class="rollout-head">
                 <h2>{title}</h2>
-                <StatusBadge status=r.status.clone()/>
+                {r.status.map(|s| view! { <StatusBadge status=s/> })}
                 <span class="muted">{format!(
                     "v{} replacing {} - started by {}",
                     r.canary_version,
                     r.previous_version.map(|v| format!("v{v}")).unwrap_or_else(|| "nothing (first deploy)".into()),
                     r.created_by
                 )}</span>
-                {(r.status == "CANARY_DEPLOYED").then(|| r.bake_deadline.map(|deadline| view! { <Countdown deadline now=r.now/> }))}
+                {r.baking().then(|| r.bake_deadline.map(|deadline| view! { <Countdown deadline now=r.now/> }))}
             </div>
+            {r.unreadable.clone().map(|u| view! { <p class="failure" role="alert" data-testid="state-unreadable">{u}</p> })}
             {r.hold_reason.clone().map(|h| view! { <p class="hold" data-testid="hold-reason">"Held: " {h}</p> })}
             {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
             <ActionButtons release=r.clone() release_id actions/>
@@ -156,34 +179,42 @@ fn ActionButtons(
     release_id: String,
     actions: RolloutActions,
 ) -> impl IntoView {
-    let allowed = |a: &str| release.allowed_actions.iter().any(|x| x == a);
+    use vf_rules::Action;
     let id = StoredValue::new(release_id);
     let busy = move || actions.pending();
+    let button = move |action: Action| {
+        let class = match action {
+            Action::Advance | Action::Broaden => "primary",
+            Action::Complete => "",
+            Action::Rollback => "danger",
+        };
+        let run = move |_| {
+            let release_id = id.get_value();
+            match action {
+                Action::Advance => {
+                    actions.advance.dispatch(AdvanceRelease { release_id });
+                }
+                Action::Complete => {
+                    actions.complete.dispatch(CompleteRelease { release_id });
+                }
+                Action::Broaden => {
+                    actions.broaden.dispatch(BroadenRelease { release_id });
+                }
+                Action::Rollback => {
+                    let ok = crate::components::confirmed(
+                        "Roll back this canary? Every node returns to the previous config.",
+                    );
+                    if ok {
+                        actions.rollback.dispatch(RollbackRelease { release_id });
+                    }
+                }
+            }
+        };
+        view! { <button class=class disabled=busy on:click=run>{action.label()}</button> }
+    };
     view! {
         <div class="actions" role="group" aria-label="Release actions">
-            {allowed("advance").then(|| view! {
-                <button class="primary" disabled=busy on:click=move |_| {
-                    actions.advance.dispatch(AdvanceRelease { release_id: id.get_value() });
-                }>"Advance next stage"</button>
-            })}
-            {allowed("complete").then(|| view! {
-                <button disabled=busy on:click=move |_| {
-                    actions.complete.dispatch(CompleteRelease { release_id: id.get_value() });
-                }>"Complete all remaining"</button>
-            })}
-            {allowed("broaden").then(|| view! {
-                <button class="primary" disabled=busy on:click=move |_| {
-                    actions.broaden.dispatch(BroadenRelease { release_id: id.get_value() });
-                }>"Broaden"</button>
-            })}
-            {allowed("rollback").then(|| view! {
-                <button class="danger" disabled=busy on:click=move |_| {
-                    let ok = crate::components::confirmed("Roll back this canary? Every node returns to the previous config.");
-                    if ok {
-                        actions.rollback.dispatch(RollbackRelease { release_id: id.get_value() });
-                    }
-                }>"Rollback Canary"</button>
-            })}
+            {release.allowed_actions.iter().copied().map(button).collect_view()}
         </div>
         {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
     }
@@ -193,14 +224,10 @@ fn ActionButtons(
 fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl IntoView {
     let state = stage_state(&r, index);
     let stage = r.stages.get(index).cloned();
-    let bake = r.plan["stages"][index]["bakeSeconds"].as_i64().unwrap_or(0);
-    let gates: Vec<String> = r.plan["stages"][index]["gates"]
-        .as_array()
-        .map(|g| {
-            g.iter()
-                .filter_map(|g| g.as_object().and_then(|o| o.keys().next().cloned()))
-                .collect()
-        })
+    let planned = r.plan.as_ref().and_then(|p| p.stage(index));
+    let bake = planned.map(|s| s.bake.get()).unwrap_or(0);
+    let gates: Vec<&str> = planned
+        .map(|s| s.gates.iter().map(|g| g.kind()).collect())
         .unwrap_or_default();
     let stage_nodes: Vec<PipelineNodeView> = stage
         .as_ref()
@@ -212,13 +239,13 @@ fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl
                 .collect()
         })
         .unwrap_or_default();
-    let class = format!("stage stage-{}", state.replace(' ', "-"));
+    let class = format!("stage stage-{}", state.as_str().replace(' ', "-"));
     view! {
-        <li class=class data-testid=format!("stage-{}", index + 1) data-state=state>
+        <li class=class data-testid=format!("stage-{}", index + 1) data-state=state.as_str()>
             <div class="stage-head">
                 <strong>{format!("Stage {}", index + 1)}</strong>
-                <StatusBadge status=state.to_uppercase().replace(' ', "_")/>
-                <span class="muted">{format!("{} - bake {}s - gates: {}", selector_text(&r.plan, index), bake,
+                <StatusBadge status=state.badge()/>
+                <span class="muted">{format!("{} - bake {}s - gates: {}", selector_text(r.plan.as_ref(), index), bake,
                     if gates.is_empty() { "none".to_string() } else { gates.join(", ") })}</span>
             </div>
             {stage.clone().map(|s| view! {
