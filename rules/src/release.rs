@@ -93,15 +93,6 @@ pub enum Action {
 }
 
 impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Advance => "advance",
-            Action::Complete => "complete",
-            Action::Rollback => "rollback",
-            Action::Broaden => "broaden",
-        }
-    }
-
     /// The button text in the rollout view.
     pub fn label(self) -> &'static str {
         match self {
