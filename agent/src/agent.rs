@@ -3,6 +3,8 @@
 
 use std::{collections::BTreeMap, future::Future, time::Duration};
 
+use vf_protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineConfig, PipelineReport};
+
 use crate::{
     backoff::Backoff,
     client::{ConfigPoll, ServerClient},
@@ -10,7 +12,6 @@ use crate::{
     files::{PipelineFiles, PipelineId},
     identity::Identity,
     options::AgentOptions,
-    protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineConfig, PipelineReport},
     reconcile,
     runner::{RunMode, Runner},
     sim_counters::SimSettings,

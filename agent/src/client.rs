@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use reqwest::{header, Response, StatusCode};
-
-use crate::{
-    error::{AgentError, Result},
-    protocol::{ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat},
+use vf_protocol::{
+    ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, CONFIG_PATH, ENROLL_PATH,
+    HEARTBEAT_PATH,
 };
+
+use crate::error::{AgentError, Result};
 
 /// Longest single request; a hung server must not freeze the poll loop.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,7 +52,7 @@ impl ServerClient {
     pub async fn enroll(&self, request: &EnrollRequest) -> Result<EnrollResponse> {
         let response = self
             .http
-            .post(format!("{}/api/agent/enroll", self.base))
+            .post(format!("{}{ENROLL_PATH}", self.base))
             .json(request)
             .send()
             .await?;
@@ -70,7 +71,7 @@ impl ServerClient {
     ) -> Result<ConfigPoll> {
         let mut request = self
             .http
-            .post(format!("{}/api/agent/config", self.base))
+            .post(format!("{}{CONFIG_PATH}", self.base))
             .bearer_auth(node_token)
             .json(heartbeat);
         if let Some(etag) = etag {
@@ -94,7 +95,7 @@ impl ServerClient {
     pub async fn heartbeat(&self, node_token: &str, heartbeat: &Heartbeat) -> Result<()> {
         let response = self
             .http
-            .post(format!("{}/api/agent/heartbeat", self.base))
+            .post(format!("{}{HEARTBEAT_PATH}", self.base))
             .bearer_auth(node_token)
             .json(heartbeat)
             .send()

@@ -14,7 +14,6 @@ mod files;
 mod identity;
 mod options;
 mod process;
-pub mod protocol;
 mod reconcile;
 mod runner;
 mod sim_counters;

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{checksum, files::PipelineId, protocol::PipelineConfig};
+use vf_protocol::PipelineConfig;
+
+use crate::{checksum, files::PipelineId};
 
 /// The version and checksum a pipeline runs now.
 #[derive(Debug, Clone, PartialEq, Eq)]

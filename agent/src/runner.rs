@@ -3,10 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use vf_protocol::{PipelineConfig, PipelineReport};
+
 use crate::{
     files::{PipelineFiles, PipelineId},
     process::PipelineProcess,
-    protocol::{PipelineConfig, PipelineReport},
     reconcile::Applied,
     sim_counters::{SimCounters, SimSettings},
     status::{PipelineStatus, RunningPipeline},

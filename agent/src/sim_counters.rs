@@ -1,7 +1,9 @@
 //! Synthetic cumulative counters for simulated pipelines, so a fleet of fake nodes feeds the
 //! server's throughput and error-rate gates with believable numbers.
 
-use crate::{directive, protocol::PipelineReport};
+use vf_protocol::PipelineReport;
+
+use crate::directive;
 
 /// Bytes counted per synthetic event.
 pub const BYTES_PER_EVENT: i64 = 256;

@@ -1,13 +1,14 @@
 //! The server side of the vf-agent protocol: enrollment, node authentication and the config
 //! document a node is served.
 
-use serde_json::json;
-use vf_agent::protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
+use vf_protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
-use crate::audit::{self, Actor, AuditEntry};
 use crate::delivery::served_pipelines;
-use crate::fleet::{environment_for_enrollment_token, parse_labels, NodeRow, NODE_COLUMNS};
-use crate::ids::{hash_matches, new_id, new_token, sha256_hex, token_hash};
+use crate::fleet::{
+    enroll_node, environment_for_enrollment_token, parse_labels, Credential, NewNode, NodeRow,
+    NODE_COLUMNS,
+};
+use crate::ids::{hash_matches, new_token, sha256_hex, token_hash};
 use crate::{ControlError, Db, Result};
 
 /// Node kind of agents speaking this protocol.
@@ -32,8 +33,9 @@ pub(crate) fn optional_text(
     }
 }
 
-/// Registers a node in the environment the enrollment token belongs to. The node token is
-/// returned this once and stored only as a hash.
+/// Registers a node in the environment the enrollment token belongs to (the token first,
+/// then the request's fields, each refused naming it). The node token is returned this
+/// once and stored only as a hash.
 pub async fn enroll(
     db: &Db,
     req: EnrollRequest,
@@ -52,41 +54,21 @@ pub async fn enroll(
     let os = optional_text("os", req.os, 100)?;
     let agent_version = optional_text("agentVersion", req.agent_version, 100)?;
     let vector_version = optional_text("vectorVersion", req.vector_version, 100)?;
-    let node_id = new_id();
     let node_token = new_token("vfn_");
-    let mut tx = db.pool.begin().await?;
-    sqlx::query(
-        "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
-            vector_version, reported_labels, token_hash, poll_interval_ms, enrolled_at)
-         VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11)",
-    )
-    .bind(&node_id)
-    .bind(&env.id)
-    .bind(KIND_VF_AGENT)
-    .bind(&hostname)
-    .bind(&os)
-    .bind(&agent_version)
-    .bind(&vector_version)
-    .bind(serde_json::to_string(&labels)?)
-    .bind(token_hash(&node_token))
-    .bind(poll_interval_ms)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    audit::record(
-        &mut tx,
-        now,
-        AuditEntry {
-            actor: &Actor::system(&format!("node:{node_id}")),
-            action: "node.enroll",
-            target_kind: "node",
-            target_id: &node_id,
-            environment_id: Some(&env.id),
-            details: json!({ "hostname": hostname, "labels": labels }),
-        },
-    )
-    .await?;
-    tx.commit().await?;
+    let node = NewNode {
+        kind: KIND_VF_AGENT,
+        name: &hostname,
+        hostname: &hostname,
+        os: os.as_deref(),
+        agent_version: agent_version.as_deref(),
+        vector_version: vector_version.as_deref(),
+        labels: &labels,
+        credential: Credential::NodeTokenHash(&token_hash(&node_token)),
+        poll_interval_ms,
+    };
+    let node_id = enroll_node(db, &env, node, now).await?.ok_or_else(|| {
+        ControlError::Internal(anyhow::anyhow!("a vf-agent node was not inserted"))
+    })?;
     tracing::info!(node_id, hostname, environment = env.name, "node enrolled");
     Ok(EnrollResponse {
         node_id,

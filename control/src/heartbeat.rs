@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use vf_agent::protocol::{Heartbeat, PipelineReport};
+use vf_protocol::{Heartbeat, PipelineReport};
 
 use crate::fleet::{parse_labels, NodeRow, PipelineStatusRow, STATUS_COLUMNS};
 use crate::{ControlError, Db, Result};

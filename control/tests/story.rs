@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use vf_agent::protocol::{EnrollRequest, Heartbeat, PipelineReport};
 use vf_control::testing::TestDb;
 use vf_control::Actor;
 use vf_control::{agent, audit, fleet, heartbeat, pipelines, ControlError, Db};
+use vf_protocol::{EnrollRequest, Heartbeat, PipelineReport};
 
 const T0: i64 = 1_700_000_000_000;
 

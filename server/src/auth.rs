@@ -52,7 +52,7 @@ fn is_public(path: &str) -> bool {
 
 /// Agent traffic authenticates with node and enrollment tokens in its own routes.
 fn is_agent(path: &str) -> bool {
-    path.starts_with("/api/agent/") || path == "/v1/opamp"
+    path.starts_with(vf_protocol::ROUTE_PREFIX) || path == "/v1/opamp"
 }
 
 /// Static files and probes: public, and not worth a session lookup. (`/metrics` is not

@@ -263,7 +263,7 @@ fn router(state: AppState, config: &Config) -> Router {
 /// caller that is bad input, so it becomes a 400 with the same message.
 async fn server_fn_input_errors_are_400(req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let is_server_fn = path.starts_with("/api/") && !path.starts_with("/api/agent/");
+    let is_server_fn = path.starts_with("/api/") && !path.starts_with(vf_protocol::ROUTE_PREFIX);
     let resp = next.run(req).await;
     if !is_server_fn || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return resp;

@@ -15,11 +15,9 @@ use axum::{
     Json, Router,
 };
 use tokio::sync::watch;
-use vf_agent::{
-    protocol::{
-        ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, PipelineConfig, PipelineReport,
-    },
-    sha256_hex, AgentOptions,
+use vf_agent::{sha256_hex, AgentOptions};
+use vf_protocol::{
+    ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, PipelineConfig, PipelineReport,
 };
 
 pub const ENROLLMENT_TOKEN: &str = "enroll-secret";

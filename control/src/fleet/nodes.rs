@@ -2,9 +2,11 @@
 
 use serde_json::json;
 
+use super::environments::Environment;
 use super::labels::{self, parse_labels, Labels};
 use super::status::{derive_status, NodeStatus};
 use crate::audit::{self, Actor, AuditEntry};
+use crate::ids::new_id;
 use crate::{ControlError, Db, Result};
 
 /// A node as stored.
@@ -47,6 +49,102 @@ impl NodeRow {
     pub fn is_disconnected(&self) -> bool {
         matches!((self.disconnected_at, self.last_seen_at), (Some(d), Some(s)) if d >= s)
     }
+}
+
+/// A node to enroll, as its protocol describes it (already checked or cleaned by that path).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewNode<'a> {
+    /// `vf-agent` or `otel-collector`.
+    pub kind: &'static str,
+    pub name: &'a str,
+    pub hostname: &'a str,
+    pub os: Option<&'a str>,
+    pub agent_version: Option<&'a str>,
+    pub vector_version: Option<&'a str>,
+    pub labels: &'a Labels,
+    pub credential: Credential<'a>,
+    pub poll_interval_ms: i64,
+}
+
+/// How an enrolled node is known afterwards; the two agent protocols differ here.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Credential<'a> {
+    /// vf-agent: the hash of the node token it was handed. Every enrollment is a new node.
+    NodeTokenHash(&'a str),
+    /// OpAMP: its instance uid (lowercase hex). A uid already registered (a replica racing
+    /// on the same first contact) enrolls nothing, and the audit entry names kind and uid.
+    InstanceUid(&'a str),
+}
+
+/// Enrolls a node in `env`, whose enrollment token the caller has checked: the node row and
+/// its `node.enroll` audit entry, in one transaction. Returns the new node's id, or `None`
+/// when the instance uid was already registered.
+pub(crate) async fn enroll_node(
+    db: &Db,
+    env: &Environment,
+    node: NewNode<'_>,
+    now: i64,
+) -> Result<Option<String>> {
+    let (token_hash, instance_uid) = match node.credential {
+        Credential::NodeTokenHash(hash) => (Some(hash), None),
+        Credential::InstanceUid(uid) => (None, Some(uid)),
+    };
+    let node_id = new_id();
+    let mut tx = db.pool.begin().await?;
+    // Only a uid can conflict: NULLs (every vf-agent's uid) never do.
+    let inserted = sqlx::query(
+        "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
+            vector_version, reported_labels, token_hash, instance_uid, poll_interval_ms,
+            enrolled_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+         ON CONFLICT (instance_uid) DO NOTHING",
+    )
+    .bind(&node_id)
+    .bind(&env.id)
+    .bind(node.kind)
+    .bind(node.name)
+    .bind(node.hostname)
+    .bind(node.os)
+    .bind(node.agent_version)
+    .bind(node.vector_version)
+    .bind(serde_json::to_string(node.labels)?)
+    .bind(token_hash)
+    .bind(instance_uid)
+    .bind(node.poll_interval_ms)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        tx.commit().await?;
+        return Ok(None);
+    }
+    let details = match node.credential {
+        Credential::NodeTokenHash(_) => {
+            json!({ "hostname": node.hostname, "labels": node.labels })
+        }
+        Credential::InstanceUid(uid) => json!({
+            "kind": node.kind,
+            "instanceUid": uid,
+            "hostname": node.hostname,
+            "labels": node.labels,
+        }),
+    };
+    audit::record(
+        &mut tx,
+        now,
+        AuditEntry {
+            actor: &Actor::system(&format!("node:{node_id}")),
+            action: "node.enroll",
+            target_kind: "node",
+            target_id: &node_id,
+            environment_id: Some(&env.id),
+            details,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(node_id))
 }
 
 /// One node's report for one pipeline (NodePipelineStatus).

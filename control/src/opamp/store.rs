@@ -2,14 +2,10 @@
 //! `instance_uid`, with their protocol state in the `opamp_*` columns; offers remember
 //! which pipeline versions a config hash stands for.
 
-use serde_json::json;
-
 use super::config::{Offer, OfferedPipeline};
 use super::identity::{AgentFacts, InstanceUid};
 use super::status::ProcessStatus;
-use crate::audit::{self, Actor, AuditEntry};
-use crate::fleet::{Environment, NodeRow, NODE_COLUMNS};
-use crate::ids::new_id;
+use crate::fleet::{enroll_node, Credential, Environment, NewNode, NodeRow, NODE_COLUMNS};
 use crate::{ControlError, Db, Result};
 
 /// Node kind of agents speaking OpAMP.
@@ -79,51 +75,18 @@ pub async fn register(
     poll_interval_ms: i64,
     now: i64,
 ) -> Result<AgentRow> {
-    let node_id = new_id();
-    let labels = serde_json::to_string(&facts.labels)?;
-    let mut tx = db.pool.begin().await?;
-    let inserted = sqlx::query(
-        "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
-            reported_labels, instance_uid, poll_interval_ms, enrolled_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-         ON CONFLICT (instance_uid) DO NOTHING",
-    )
-    .bind(&node_id)
-    .bind(&env.id)
-    .bind(KIND_OTEL_COLLECTOR)
-    .bind(&facts.name)
-    .bind(&facts.hostname)
-    .bind(&facts.os)
-    .bind(&facts.agent_version)
-    .bind(&labels)
-    .bind(uid.hex())
-    .bind(poll_interval_ms)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if inserted == 1 {
-        audit::record(
-            &mut tx,
-            now,
-            AuditEntry {
-                actor: &Actor::system(&format!("node:{node_id}")),
-                action: "node.enroll",
-                target_kind: "node",
-                target_id: &node_id,
-                environment_id: Some(&env.id),
-                details: json!({
-                    "kind": KIND_OTEL_COLLECTOR,
-                    "instanceUid": uid.hex(),
-                    "hostname": facts.hostname,
-                    "labels": facts.labels,
-                }),
-            },
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    if inserted == 1 {
+    let node = NewNode {
+        kind: KIND_OTEL_COLLECTOR,
+        name: &facts.name,
+        hostname: &facts.hostname,
+        os: facts.os.as_deref(),
+        agent_version: facts.agent_version.as_deref(),
+        vector_version: None,
+        labels: &facts.labels,
+        credential: Credential::InstanceUid(&uid.hex()),
+        poll_interval_ms,
+    };
+    if let Some(node_id) = enroll_node(db, env, node, now).await? {
         tracing::info!(
             node_id,
             instance_uid = uid.hex(),

@@ -8,18 +8,20 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
-use vf_agent::protocol::{EnrollRequest, Heartbeat};
 use vf_control::fleet::{self, NodeRow};
 use vf_control::{agent, heartbeat, ControlError};
+use vf_protocol::{
+    EnrollRequest, Heartbeat, HeartbeatAck, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH,
+};
 
 use crate::error::ApiError;
 use crate::startup::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/agent/enroll", post(enroll))
-        .route("/api/agent/config", post(config_post).get(config_get))
-        .route("/api/agent/heartbeat", post(heartbeat_post))
+        .route(ENROLL_PATH, post(enroll))
+        .route(CONFIG_PATH, post(config_post).get(config_get))
+        .route(HEARTBEAT_PATH, post(heartbeat_post))
 }
 
 /// Parses a JSON body; errors name the offending field (`pipelines[0].version: ...`).
@@ -136,7 +138,7 @@ async fn heartbeat_post(
     let ctl = &state.control;
     let capped = heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;
     count_capped(&state, capped);
-    Ok(Json(serde_json::json!({ "ok": true })).into_response())
+    Ok(Json(HeartbeatAck { ok: true }).into_response())
 }
 
 fn count_capped(state: &AppState, capped: usize) {

@@ -3,11 +3,11 @@
 
 use reqwest::StatusCode;
 use serde_json::json;
-use vf_agent::protocol::ConfigResponse;
 use vf_agent::{
     ApplySummary, PipelineStatus, PollOutcome, SimSettings, SimulationOptions, Simulator,
 };
 use vf_control::fleet::NodeStatus;
+use vf_protocol::ConfigResponse;
 
 use crate::helpers::{etag, labels, TestApp, MINUTE, T0};
 

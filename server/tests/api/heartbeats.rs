@@ -2,9 +2,9 @@
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use vf_agent::protocol::ConfigResponse;
 use vf_control::heartbeat::MAX_DELTA_PER_REPORT;
 use vf_control::{fleet, pipelines};
+use vf_protocol::ConfigResponse;
 
 use crate::helpers::{labels, operator, TestApp, MINUTE, T0};
 
@@ -79,7 +79,7 @@ async fn unknown_fields_in_enroll_and_heartbeat_are_ignored() {
         )
         .await;
     assert_eq!(resp.status(), StatusCode::OK);
-    let node: vf_agent::protocol::EnrollResponse = resp.json().await.unwrap();
+    let node: vf_protocol::EnrollResponse = resp.json().await.unwrap();
 
     let body = json!({
         "pipelines": [{

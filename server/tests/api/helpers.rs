@@ -16,7 +16,6 @@ use tracing_subscriber::filter::DynFilterFn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
-use vf_agent::protocol::{EnrollRequest, EnrollResponse};
 use vf_agent::{Agent, AgentOptions, SimSettings};
 use vf_control::access::{Grant, Role};
 use vf_control::accounts::{self, User};
@@ -25,6 +24,7 @@ use vf_control::heartbeat::{self, MinuteRow};
 use vf_control::pipelines::{self, PipelineRow, VersionRow};
 use vf_control::testing::TestDb;
 use vf_control::{Actor, Clock, Control, ManualClock};
+use vf_protocol::{EnrollRequest, EnrollResponse};
 use vf_server::Config;
 
 /// The bootstrap environment every test app starts with.

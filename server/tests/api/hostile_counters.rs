@@ -228,7 +228,7 @@ async fn unicode_statuses_labels_and_hostnames_are_stored_as_reported() {
         )
         .await;
     assert_eq!(enrolled.status(), StatusCode::OK);
-    let node: vf_agent::protocol::EnrollResponse = enrolled.json().await.unwrap();
+    let node: vf_protocol::EnrollResponse = enrolled.json().await.unwrap();
     let view = app.node_view(&node.node_id).await;
     assert_eq!(view.node.hostname, rtl_hostname);
     assert_eq!(

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use vf_agent::protocol::EnrollResponse;
 use vf_control::testing::TestDb;
 use vf_control::ManualClock;
+use vf_protocol::EnrollResponse;
 
 use crate::helpers::{
     browser_with_session, client_with_token, location, session_cookie, test_config, LogCapture,

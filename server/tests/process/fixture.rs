@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use vf_agent::protocol::{EnrollRequest, EnrollResponse};
 use vf_control::access::{Role, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
 use vf_control::pipelines::{self, PipelineRow};
 use vf_control::releases::{self, CanaryRequest, Release};
 use vf_control::{agent, fleet, Actor, Control, Db, ManualClock, Settings};
+use vf_protocol::{EnrollRequest, EnrollResponse};
 
 /// The environment every server binary bootstraps (`VF_BOOTSTRAP_ENVIRONMENT`).
 pub const ENVIRONMENT: &str = "test";

@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-use vf_agent::protocol::{EnrollRequest, EnrollResponse};
 use vf_control::fleet;
 use vf_control::testing::TestDb;
+use vf_protocol::{EnrollRequest, EnrollResponse};
 
 use crate::fixture::{wall_clock_ms, Fixture, ENROLLMENT_TOKEN};
 use crate::server::ServerProcess;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Result};
-use vf_agent::protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineReport};
 use vf_agent::{AgentError, ConfigPoll, ServerClient};
+use vf_protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineReport};
 
 /// What an answer meant for the soak pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,29 @@
-//! Wire types of the vf-agent HTTP + JSON protocol (SPEC section 4).
+//! vf-protocol: the vf-agent wire protocol (SPEC section 4), the HTTP + JSON routes under
+//! `/api/agent/` that vf-agent speaks to the control plane. Here are the JSON bodies of
+//! every route and the route paths; the agent (`vf-agent`) sends and reads them, the server
+//! (`vf-control`, `server`) parses and answers them, so the two sides can never disagree on
+//! a field name. Types only: no I/O, no HTTP client or server.
 //!
-//! The server parses the same types, so an agent and the control plane can never disagree on
-//! a field name. Every field an agent may omit is optional, and unknown fields are ignored
-//! (serde's default), so older and newer agents keep working.
+//! Every field an agent may omit is optional, and unknown fields are ignored (serde's
+//! default), so older and newer agents keep working. The JSON is the contract: a change to
+//! a name or a serde attribute here is a change of the protocol.
+//!
+//! OpAMP, the other agent protocol, is protobuf and lives with its generated code in
+//! `vf-control::opamp`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+/// Every route of the protocol starts with this, and no other route of the server does.
+pub const ROUTE_PREFIX: &str = "/api/agent/";
+/// `POST`: an [`EnrollRequest`] in, an [`EnrollResponse`] out.
+pub const ENROLL_PATH: &str = "/api/agent/enroll";
+/// `GET`, or `POST` with a [`Heartbeat`]: a [`ConfigResponse`] out, with an `ETag` (and 304
+/// for a matching `If-None-Match`). Authenticated by the node token (`Authorization: Bearer`).
+pub const CONFIG_PATH: &str = "/api/agent/config";
+/// `POST`: a [`Heartbeat`] in, a [`HeartbeatAck`] out. Authenticated like [`CONFIG_PATH`].
+pub const HEARTBEAT_PATH: &str = "/api/agent/heartbeat";
 
 /// `POST /api/agent/enroll` request.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -100,4 +117,60 @@ pub struct Heartbeat {
     pub labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_metrics: Option<serde_json::Value>,
+}
+
+/// `POST /api/agent/heartbeat` response: `{"ok":true}`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HeartbeatAck {
+    pub ok: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_route_is_under_the_prefix() {
+        for path in [ENROLL_PATH, CONFIG_PATH, HEARTBEAT_PATH] {
+            assert!(path.starts_with(ROUTE_PREFIX), "{path}");
+        }
+    }
+
+    #[test]
+    fn fields_are_camel_case_and_absent_options_are_left_out() {
+        let request = EnrollRequest {
+            token: "t".into(),
+            hostname: "edge-1".into(),
+            os: None,
+            agent_version: Some("0.1.0".into()),
+            vector_version: None,
+            labels: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"token":"t","hostname":"edge-1","agentVersion":"0.1.0"}"#
+        );
+        let report = PipelineReport {
+            pipeline_id: "p".into(),
+            version: 3,
+            status: "RUNNING".into(),
+            events_in: Some(1),
+            ..PipelineReport::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            json!({"pipelineId": "p", "version": 3, "status": "RUNNING", "eventsIn": 1})
+        );
+        assert_eq!(
+            serde_json::to_string(&HeartbeatAck { ok: true }).unwrap(),
+            r#"{"ok":true}"#
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_may_be_empty_and_unknown_fields_are_ignored() {
+        let hb: Heartbeat = serde_json::from_str(r#"{"fromTheFuture":1}"#).unwrap();
+        assert_eq!(hb, Heartbeat::default());
+    }
 }
