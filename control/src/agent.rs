@@ -4,7 +4,7 @@
 use serde_json::json;
 use vf_agent::protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::delivery::served_pipelines;
 use crate::fleet::{environment_for_enrollment_token, parse_labels, NodeRow, NODE_COLUMNS};
 use crate::ids::{hash_matches, new_id, new_token, sha256_hex, token_hash};
@@ -54,7 +54,7 @@ pub async fn enroll(
     let vector_version = optional_text("vectorVersion", req.vector_version, 100)?;
     let node_id = new_id();
     let node_token = new_token("vfn_");
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
             vector_version, reported_labels, token_hash, poll_interval_ms, enrolled_at)
@@ -73,20 +73,17 @@ pub async fn enroll(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor: &Actor::system(&format!("node:{node_id}")),
-            action: "node.enroll",
-            target_kind: "node",
+            action: AuditAction::NodeEnroll,
             target_id: &node_id,
             environment_id: Some(&env.id),
             details: json!({ "hostname": hostname, "labels": labels }),
         },
     )
     .await?;
-    tx.commit().await?;
     tracing::info!(node_id, hostname, environment = env.name, "node enrolled");
     Ok(EnrollResponse {
         node_id,

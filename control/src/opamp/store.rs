@@ -7,7 +7,7 @@ use serde_json::json;
 use super::config::{Offer, OfferedPipeline};
 use super::identity::{AgentFacts, InstanceUid};
 use super::status::ProcessStatus;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::fleet::{Environment, NodeRow, NODE_COLUMNS};
 use crate::ids::new_id;
 use crate::{ControlError, Db, Result};
@@ -108,8 +108,7 @@ pub async fn register(
             now,
             AuditEntry {
                 actor: &Actor::system(&format!("node:{node_id}")),
-                action: "node.enroll",
-                target_kind: "node",
+                action: AuditAction::NodeEnroll,
                 target_id: &node_id,
                 environment_id: Some(&env.id),
                 details: json!({

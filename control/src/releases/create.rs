@@ -6,7 +6,7 @@ use vf_rules::{parse_canary_selector, Gate, RolloutPlan};
 
 use super::state::{get_release, ReleaseRow, StageState};
 use super::targets::FleetSnapshot;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
 use crate::pipelines::{
@@ -202,8 +202,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         now,
         AuditEntry {
             actor,
-            action: "release.create",
-            target_kind: "release",
+            action: AuditAction::ReleaseCreate,
             target_id: &release_id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({

@@ -7,7 +7,7 @@ use vf_rules::{Decision, ReleaseStatus};
 
 use super::state::{get_release, GateEvaluation, ReleaseRow, StageState};
 use super::targets::FleetSnapshot;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::pipelines::{get_pipeline, get_version, insert_version};
 use crate::{Control, ControlError, Result};
 
@@ -45,7 +45,7 @@ pub async fn apply(
     let mut failure_reason = release.failure_reason.clone();
     let mut completed_at = release.completed_at;
     let (action, reason) = match &step {
-        Step::Refused { reason } => ("release.refused", reason.clone()),
+        Step::Refused { reason } => (AuditAction::ReleaseRefused, reason.clone()),
         Step::Decided(Decision::StartStage(next)) => {
             let plan = release.plan()?;
             let stage = plan.stage(*next).ok_or_else(|| {
@@ -73,7 +73,10 @@ pub async fn apply(
             current_stage = *next as i64;
             bake_deadline = Some(stage.bake.deadline_ms(now));
             hold_reason = None;
-            ("release.advance", format!("stage {} started", next + 1))
+            (
+                AuditAction::ReleaseAdvance,
+                format!("stage {} started", next + 1),
+            )
         }
         Step::Decided(Decision::Complete) => {
             if let Some(s) = stages.get_mut(index) {
@@ -83,7 +86,7 @@ pub async fn apply(
             hold_reason = None;
             completed_at = Some(now);
             (
-                "release.complete",
+                AuditAction::ReleaseComplete,
                 "every node converges on the canary version".to_string(),
             )
         }
@@ -93,7 +96,7 @@ pub async fn apply(
             }
             status = ReleaseStatus::HealthCheck;
             hold_reason = Some(reason.clone());
-            ("release.hold", reason.clone())
+            (AuditAction::ReleaseHold, reason.clone())
         }
         Step::Decided(Decision::Rollback { reason }) => {
             if let Some(s) = stages.get_mut(index) {
@@ -105,7 +108,7 @@ pub async fn apply(
             hold_reason = None;
             failure_reason = Some(reason.clone());
             completed_at = Some(now);
-            ("release.rollback", reason.clone())
+            (AuditAction::ReleaseRollback, reason.clone())
         }
     };
 
@@ -172,7 +175,6 @@ pub async fn apply(
         AuditEntry {
             actor,
             action,
-            target_kind: "release",
             target_id: &release.id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({
@@ -194,7 +196,7 @@ pub async fn apply(
     }
     tracing::info!(
         release_id = release.id,
-        action,
+        action = action.as_str(),
         reason,
         "release transition"
     );
