@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use crate::ids::{new_id, sha256_hex};
-use crate::{sql, Result};
+use crate::{sql, Db, Result};
 
 /// Who acted: a signed-in user's email, `token:<name>` for an API token, or the server
 /// itself (`scheduler`, `system`); with the client's IP when a request carried the action.
@@ -29,22 +29,249 @@ impl Actor {
     }
 }
 
-/// One audit entry to append.
+/// Everything the server records. [`AuditAction::as_str`] is the stored spelling: existing
+/// databases, the audit page's prefix filter and hashed chains hold it, so a variant's
+/// string never changes (a new action gets a new variant, listed in [`AuditAction::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuditAction {
+    /// `release.create`: a canary release was created and its first stage opened.
+    ReleaseCreate,
+    /// `release.advance`: the next stage started.
+    ReleaseAdvance,
+    /// `release.hold`: a gate held the release.
+    ReleaseHold,
+    /// `release.rollback`: the release was rolled back.
+    ReleaseRollback,
+    /// `release.complete`: every node converges on the canary version.
+    ReleaseComplete,
+    /// `release.refused`: a manual advance or complete was refused by a failing gate.
+    ReleaseRefused,
+    /// `pipeline.create`.
+    PipelineCreate,
+    /// `pipeline.node_selector`: which nodes receive the pipeline changed.
+    PipelineNodeSelector,
+    /// `pipeline.deploy`: a direct deploy of a new version.
+    PipelineDeploy,
+    /// `node.enroll`: an agent enrolled (vf-agent) or registered (OpAMP).
+    NodeEnroll,
+    /// `node.labels`: an operator set a node's labels.
+    NodeLabels,
+    /// `node.revoke`.
+    NodeRevoke,
+    /// `node_group.create`.
+    NodeGroupCreate,
+    /// `node_group.delete`.
+    NodeGroupDelete,
+    /// `environment.create`.
+    EnvironmentCreate,
+    /// `enrollment_token.create`.
+    EnrollmentTokenCreate,
+    /// `enrollment_token.revoke`.
+    EnrollmentTokenRevoke,
+    /// `api_token.create`.
+    ApiTokenCreate,
+    /// `api_token.revoke`.
+    ApiTokenRevoke,
+    /// `user.create`.
+    UserCreate,
+    /// `user.grants.set`.
+    UserGrantsSet,
+    /// `user.disable`.
+    UserDisable,
+    /// `user.enable`.
+    UserEnable,
+    /// `user.password.set`: an admin's reset, or your own change.
+    UserPasswordSet,
+    /// `user.sessions.revoke`: an admin signed a user out everywhere.
+    UserSessionsRevoke,
+    /// `session.sign_in`.
+    SessionSignIn,
+    /// `session.sign_out`.
+    SessionSignOut,
+    /// `rollout.percent`: a rolling rollout's global percent was set (or the rollout created).
+    RolloutPercent,
+    /// `rollout.org.percent`: an org override was set.
+    RolloutOrgPercent,
+    /// `rollout.org.remove`: an org override was removed.
+    RolloutOrgRemove,
+    /// `rollout.delete`.
+    RolloutDelete,
+}
+
+impl AuditAction {
+    /// Every action, in declaration order.
+    pub const ALL: [AuditAction; 31] = {
+        use AuditAction::*;
+        [
+            ReleaseCreate,
+            ReleaseAdvance,
+            ReleaseHold,
+            ReleaseRollback,
+            ReleaseComplete,
+            ReleaseRefused,
+            PipelineCreate,
+            PipelineNodeSelector,
+            PipelineDeploy,
+            NodeEnroll,
+            NodeLabels,
+            NodeRevoke,
+            NodeGroupCreate,
+            NodeGroupDelete,
+            EnvironmentCreate,
+            EnrollmentTokenCreate,
+            EnrollmentTokenRevoke,
+            ApiTokenCreate,
+            ApiTokenRevoke,
+            UserCreate,
+            UserGrantsSet,
+            UserDisable,
+            UserEnable,
+            UserPasswordSet,
+            UserSessionsRevoke,
+            SessionSignIn,
+            SessionSignOut,
+            RolloutPercent,
+            RolloutOrgPercent,
+            RolloutOrgRemove,
+            RolloutDelete,
+        ]
+    };
+
+    /// The stored spelling.
+    pub const fn as_str(self) -> &'static str {
+        use AuditAction::*;
+        match self {
+            ReleaseCreate => "release.create",
+            ReleaseAdvance => "release.advance",
+            ReleaseHold => "release.hold",
+            ReleaseRollback => "release.rollback",
+            ReleaseComplete => "release.complete",
+            ReleaseRefused => "release.refused",
+            PipelineCreate => "pipeline.create",
+            PipelineNodeSelector => "pipeline.node_selector",
+            PipelineDeploy => "pipeline.deploy",
+            NodeEnroll => "node.enroll",
+            NodeLabels => "node.labels",
+            NodeRevoke => "node.revoke",
+            NodeGroupCreate => "node_group.create",
+            NodeGroupDelete => "node_group.delete",
+            EnvironmentCreate => "environment.create",
+            EnrollmentTokenCreate => "enrollment_token.create",
+            EnrollmentTokenRevoke => "enrollment_token.revoke",
+            ApiTokenCreate => "api_token.create",
+            ApiTokenRevoke => "api_token.revoke",
+            UserCreate => "user.create",
+            UserGrantsSet => "user.grants.set",
+            UserDisable => "user.disable",
+            UserEnable => "user.enable",
+            UserPasswordSet => "user.password.set",
+            UserSessionsRevoke => "user.sessions.revoke",
+            SessionSignIn => "session.sign_in",
+            SessionSignOut => "session.sign_out",
+            RolloutPercent => "rollout.percent",
+            RolloutOrgPercent => "rollout.org.percent",
+            RolloutOrgRemove => "rollout.org.remove",
+            RolloutDelete => "rollout.delete",
+        }
+    }
+
+    /// The kind of object the action is about, stored as `target_kind` (the spelling up to
+    /// the first dot).
+    pub const fn target_kind(self) -> &'static str {
+        use AuditAction::*;
+        match self {
+            ReleaseCreate | ReleaseAdvance | ReleaseHold | ReleaseRollback | ReleaseComplete
+            | ReleaseRefused => "release",
+            PipelineCreate | PipelineNodeSelector | PipelineDeploy => "pipeline",
+            NodeEnroll | NodeLabels | NodeRevoke => "node",
+            NodeGroupCreate | NodeGroupDelete => "node_group",
+            EnvironmentCreate => "environment",
+            EnrollmentTokenCreate | EnrollmentTokenRevoke => "enrollment_token",
+            ApiTokenCreate | ApiTokenRevoke => "api_token",
+            UserCreate | UserGrantsSet | UserDisable | UserEnable | UserPasswordSet
+            | UserSessionsRevoke => "user",
+            SessionSignIn | SessionSignOut => "session",
+            RolloutPercent | RolloutOrgPercent | RolloutOrgRemove | RolloutDelete => "rollout",
+        }
+    }
+
+    /// The audit action of a release transition the rules decided.
+    pub const fn release(kind: vf_rules::DecisionKind) -> AuditAction {
+        use vf_rules::DecisionKind::*;
+        match kind {
+            Advance => AuditAction::ReleaseAdvance,
+            Complete => AuditAction::ReleaseComplete,
+            Hold => AuditAction::ReleaseHold,
+            Rollback => AuditAction::ReleaseRollback,
+            Refused => AuditAction::ReleaseRefused,
+        }
+    }
+
+    /// The action a stored spelling names; `None` for one this server never writes.
+    pub fn parse(s: &str) -> Option<AuditAction> {
+        AuditAction::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for AuditAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One audit entry to append; its `target_kind` is the action's.
 #[derive(Debug, Clone)]
 pub struct AuditEntry<'a> {
     pub actor: &'a Actor,
-    pub action: &'a str,
-    pub target_kind: &'a str,
+    pub action: AuditAction,
     pub target_id: &'a str,
     pub environment_id: Option<&'a str>,
     pub details: Value,
+}
+
+/// A transaction for one audited state change: the caller writes through it (it derefs to
+/// the connection) and [`Audited::commit`] appends the entry and commits, so the change and
+/// its record commit together or not at all and no audited write commits unrecorded.
+/// Dropped without committing (an error returned with `?`), it rolls back.
+pub struct Audited {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+}
+
+/// Begins an audited state change.
+pub async fn begin(db: &Db) -> Result<Audited> {
+    Ok(Audited {
+        tx: db.pool.begin().await?,
+    })
+}
+
+impl Audited {
+    /// Appends `entry` and commits.
+    pub async fn commit(mut self, now: i64, entry: AuditEntry<'_>) -> Result<()> {
+        record(&mut self.tx, now, entry).await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Audited {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for Audited {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        &mut self.tx
+    }
 }
 
 /// The advisory lock key serialising appenders on PostgreSQL ("vf-audit" in ASCII).
 const CHAIN_LOCK: i64 = 0x7666_2d61_7564_6974;
 
 /// Appends an entry inside the caller's transaction, so the action and its record commit
-/// together or not at all. The row is chained to the newest one; on PostgreSQL a
+/// together or not at all ([`begin`] and [`Audited::commit`] do this for the usual "write,
+/// record, commit"; call this directly when a transaction records conditionally). The row is chained to the newest one; on PostgreSQL a
 /// transaction-scoped advisory lock keeps concurrent appenders from forking the chain (it is
 /// held until the caller commits), on SQLite the single connection already serialises them.
 pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -> Result<()> {
@@ -60,12 +287,13 @@ pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -
             .unwrap_or_default();
     let id = new_id();
     let details = entry.details.to_string();
+    let (action, target_kind) = (entry.action.as_str(), entry.action.target_kind());
     let fields = ChainFields {
         id: &id,
         at: now,
         actor: &entry.actor.name,
-        action: entry.action,
-        target_kind: entry.target_kind,
+        action,
+        target_kind,
         target_id: entry.target_id,
         environment_id: entry.environment_id,
         details: &details,
@@ -79,8 +307,8 @@ pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -
     .bind(&id)
     .bind(now)
     .bind(&entry.actor.name)
-    .bind(entry.action)
-    .bind(entry.target_kind)
+    .bind(action)
+    .bind(target_kind)
     .bind(entry.target_id)
     .bind(entry.environment_id)
     .bind(&details)
@@ -400,6 +628,70 @@ mod tests {
             rows.push(row);
         }
         rows
+    }
+
+    /// The stored spellings, written out once more: a change here is a change to every
+    /// existing database's log, so it must be deliberate.
+    const SPELLED: [(AuditAction, &str); 31] = {
+        use AuditAction::*;
+        [
+            (ReleaseCreate, "release.create"),
+            (ReleaseAdvance, "release.advance"),
+            (ReleaseHold, "release.hold"),
+            (ReleaseRollback, "release.rollback"),
+            (ReleaseComplete, "release.complete"),
+            (ReleaseRefused, "release.refused"),
+            (PipelineCreate, "pipeline.create"),
+            (PipelineNodeSelector, "pipeline.node_selector"),
+            (PipelineDeploy, "pipeline.deploy"),
+            (NodeEnroll, "node.enroll"),
+            (NodeLabels, "node.labels"),
+            (NodeRevoke, "node.revoke"),
+            (NodeGroupCreate, "node_group.create"),
+            (NodeGroupDelete, "node_group.delete"),
+            (EnvironmentCreate, "environment.create"),
+            (EnrollmentTokenCreate, "enrollment_token.create"),
+            (EnrollmentTokenRevoke, "enrollment_token.revoke"),
+            (ApiTokenCreate, "api_token.create"),
+            (ApiTokenRevoke, "api_token.revoke"),
+            (UserCreate, "user.create"),
+            (UserGrantsSet, "user.grants.set"),
+            (UserDisable, "user.disable"),
+            (UserEnable, "user.enable"),
+            (UserPasswordSet, "user.password.set"),
+            (UserSessionsRevoke, "user.sessions.revoke"),
+            (SessionSignIn, "session.sign_in"),
+            (SessionSignOut, "session.sign_out"),
+            (RolloutPercent, "rollout.percent"),
+            (RolloutOrgPercent, "rollout.org.percent"),
+            (RolloutOrgRemove, "rollout.org.remove"),
+            (RolloutDelete, "rollout.delete"),
+        ]
+    };
+
+    #[test]
+    fn every_action_keeps_its_stored_spelling_and_kind_and_no_two_share_one() {
+        assert_eq!(
+            SPELLED.map(|(a, _)| a),
+            AuditAction::ALL,
+            "every action is spelled, once, in order"
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for (action, spelled) in SPELLED {
+            assert_eq!(action.as_str(), spelled);
+            assert_eq!(action.to_string(), spelled);
+            assert!(seen.insert(spelled), "{spelled} is used twice");
+            assert_eq!(
+                Some(action.target_kind()),
+                spelled.split_once('.').map(|(kind, _)| kind),
+                "{spelled}"
+            );
+            // And reads back: `parse` is `as_str` inverted.
+            assert_eq!(AuditAction::parse(spelled), Some(action));
+        }
+        assert_eq!(AuditAction::parse("release"), None);
+        assert_eq!(AuditAction::parse("Release.Create"), None);
+        assert_eq!(AuditAction::parse(""), None);
     }
 
     #[test]

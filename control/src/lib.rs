@@ -19,6 +19,7 @@ pub mod opamp;
 pub mod pipelines;
 pub mod promql;
 pub mod releases;
+mod revoke;
 pub mod rolling;
 #[doc(hidden)]
 pub mod testing;

@@ -183,10 +183,10 @@ impl Metrics {
             .inc();
     }
 
-    pub fn transition(&self, action: &str) {
+    pub fn transition(&self, action: crate::audit::AuditAction) {
         self.transitions
             .get_or_create(&TransitionLabels {
-                action: action.to_string(),
+                action: action.as_str().to_string(),
             })
             .inc();
     }

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::fleet::{parse_labels, Labels};
 use crate::ids::{new_id, sha256_hex};
 use crate::{ControlError, Db, Result};
@@ -128,7 +128,7 @@ pub async fn create_pipeline(
         )));
     }
     let id = new_id();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO pipelines (id, environment_id, name, node_selector, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $5)",
@@ -140,20 +140,17 @@ pub async fn create_pipeline(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "pipeline.create",
-            target_kind: "pipeline",
+            action: AuditAction::PipelineCreate,
             target_id: &id,
             environment_id: Some(environment_id),
             details: json!({ "name": name, "nodeSelector": selector }),
         },
     )
     .await?;
-    tx.commit().await?;
     get_pipeline(db, &id).await
 }
 
@@ -169,7 +166,7 @@ pub async fn set_node_selector(
     let selector = parse_labels("nodeSelector", node_selector)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
     refuse_if_release_in_flight(&db.pool, pipeline_id, "change the node selector").await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     let done = sqlx::query(
         "UPDATE pipelines SET node_selector = $1, updated_at = $2, row_version = row_version + 1
          WHERE id = $3 AND row_version = $4",
@@ -185,20 +182,17 @@ pub async fn set_node_selector(
             "the pipeline changed meanwhile; reload and try again".into(),
         ));
     }
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "pipeline.node_selector",
-            target_kind: "pipeline",
+            action: AuditAction::PipelineNodeSelector,
             target_id: pipeline_id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({ "before": pipeline.node_selector(), "after": selector }),
         },
     )
     .await?;
-    tx.commit().await?;
     get_pipeline(db, pipeline_id).await
 }
 
@@ -317,7 +311,7 @@ pub async fn deploy(
     let changelog = parse_changelog(changelog)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
     refuse_if_release_in_flight(&db.pool, pipeline_id, "deploy directly").await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
     let version =
         insert_version(&mut tx, pipeline_id, &config, &changelog, &actor.name, now).await?;
@@ -329,13 +323,11 @@ pub async fn deploy(
         .await?;
     // Re-check inside the transaction: a canary created between our check and now wins.
     refuse_if_release_in_flight(&mut *tx, pipeline_id, "deploy directly").await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "pipeline.deploy",
-            target_kind: "pipeline",
+            action: AuditAction::PipelineDeploy,
             target_id: pipeline_id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({
@@ -346,7 +338,6 @@ pub async fn deploy(
         },
     )
     .await?;
-    tx.commit().await?;
     get_version(db, pipeline_id, version).await
 }
 

@@ -6,7 +6,7 @@
 use serde_json::json;
 use vf_rolling::{EdgeConfig, Percent, Rollout, RolloutEntry};
 
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::{ControlError, Db, Result};
 
 /// A stored rollout with its row version (the admin API's ETag).
@@ -120,12 +120,12 @@ pub enum Change {
 }
 
 impl Change {
-    fn action(&self) -> &'static str {
+    fn action(&self) -> AuditAction {
         match self {
-            Change::SetGlobal(_) => "rollout.percent",
-            Change::SetOrg(..) => "rollout.org.percent",
-            Change::RemoveOrg(_) => "rollout.org.remove",
-            Change::Delete => "rollout.delete",
+            Change::SetGlobal(_) => AuditAction::RolloutPercent,
+            Change::SetOrg(..) => AuditAction::RolloutOrgPercent,
+            Change::RemoveOrg(_) => AuditAction::RolloutOrgRemove,
+            Change::Delete => AuditAction::RolloutDelete,
         }
     }
 }
@@ -196,7 +196,7 @@ pub async fn apply(
         None => entry_json(Some(&rollout.global)),
     };
     let doc = serde_json::to_string(&rollout)?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     match &current {
         None => {
             sqlx::query(
@@ -236,20 +236,17 @@ pub async fn apply(
     sqlx::query("UPDATE edge_config_state SET version = version + 1 WHERE id = 1")
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
             action: change.action(),
-            target_kind: "rollout",
             target_id: &name,
             environment_id: None,
             details: json!({ "org": org, "before": before_entry, "after": after_entry }),
         },
     )
     .await?;
-    tx.commit().await?;
     get(db, &name)
         .await?
         .ok_or_else(|| ControlError::NotFound(format!("rollout {name}")))

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use vf_control::access::{self, Grant, Role, Target, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
+use vf_control::audit;
 use vf_control::testing::TestDb;
-use vf_control::{fleet, Actor, Control, ManualClock, Settings};
+use vf_control::{fleet, Actor, Control, ControlError, ManualClock, Settings};
 
 const T0: i64 = 1_700_000_000_000;
 const HOUR: i64 = 60 * 60 * 1000;
@@ -426,6 +427,141 @@ async fn two_admins_demoting_each_other_at_once_leave_one_admin(db: TestDb) {
         .filter(|u| u.grants.contains(&grant("*", Role::Admin)))
         .count();
     assert_eq!(admins, 1);
+}
+
+/// How many `action` entries the log holds about one object.
+async fn entries(db: &vf_control::Db, kind: &str, id: &str, action: &str) -> usize {
+    audit::for_target(db, kind, id, 100)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.action == action)
+        .count()
+}
+
+async fn revoking_twice_changes_and_records_nothing_the_second_time(db: TestDb) {
+    let (ctl, _clock) = control(&db).await;
+    let system = Actor::system("system");
+    let staging = fleet::create_environment(&ctl.db, &system, "staging", T0)
+        .await
+        .unwrap();
+    let mint = |name: &'static str| {
+        let (db, actor, env) = (&ctl.db, &system, staging.id.clone());
+        async move {
+            accounts::create_api_token(
+                db,
+                actor,
+                name,
+                &env,
+                TokenRole::Role(Role::Viewer),
+                None,
+                T0,
+            )
+            .await
+            .unwrap()
+            .0
+        }
+    };
+    let stamp_of = |id: String| {
+        let db = &ctl.db;
+        async move {
+            accounts::list_api_tokens(db)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|t| t.id == id)
+                .unwrap()
+                .revoked_at
+        }
+    };
+
+    // One after the other: the second is 409 and the first stamp stays.
+    let ci = mint("ci").await;
+    let first = accounts::revoke_api_token(&ctl.db, &system, &ci.id, T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(first.revoked_at, Some(T0 + 1));
+    let again = accounts::revoke_api_token(&ctl.db, &system, &ci.id, T0 + 2).await;
+    assert!(matches!(again, Err(ControlError::Conflict(_))), "{again:?}");
+    assert_eq!(stamp_of(ci.id.clone()).await, Some(T0 + 1));
+    assert_eq!(
+        entries(&ctl.db, "api_token", &ci.id, "api_token.revoke").await,
+        1
+    );
+    let unknown = accounts::revoke_api_token(&ctl.db, &system, "no-such-token", T0 + 2).await;
+    assert!(
+        matches!(unknown, Err(ControlError::NotFound(_))),
+        "{unknown:?}"
+    );
+
+    // At once (two admins, or two replicas): exactly one wins, once.
+    let racer = mint("racer").await;
+    let (a, b) = tokio::join!(
+        accounts::revoke_api_token(&ctl.db, &system, &racer.id, T0 + 3),
+        accounts::revoke_api_token(&ctl.db, &system, &racer.id, T0 + 4),
+    );
+    assert_eq!(u8::from(a.is_ok()) + u8::from(b.is_ok()), 1, "{a:?} {b:?}");
+    let lost = if a.is_ok() { b } else { a };
+    assert!(matches!(lost, Err(ControlError::Conflict(_))), "{lost:?}");
+    assert!(matches!(stamp_of(racer.id.clone()).await, Some(t) if t == T0 + 3 || t == T0 + 4));
+    assert_eq!(
+        entries(&ctl.db, "api_token", &racer.id, "api_token.revoke").await,
+        1
+    );
+
+    // The enrollment token and the user answer alike.
+    let (enroll, _) =
+        fleet::create_enrollment_token(&ctl.db, &system, &staging.id, None, "edge", T0)
+            .await
+            .unwrap();
+    fleet::revoke_enrollment_token(&ctl.db, &system, &enroll.id, T0 + 1)
+        .await
+        .unwrap();
+    let again = fleet::revoke_enrollment_token(&ctl.db, &system, &enroll.id, T0 + 2).await;
+    assert!(matches!(again, Err(ControlError::Conflict(_))), "{again:?}");
+    let listed = fleet::list_enrollment_tokens(&ctl.db, &staging.id)
+        .await
+        .unwrap();
+    assert_eq!(listed[0].revoked_at, Some(T0 + 1));
+    assert_eq!(
+        entries(
+            &ctl.db,
+            "enrollment_token",
+            &enroll.id,
+            "enrollment_token.revoke"
+        )
+        .await,
+        1
+    );
+
+    let ann = accounts::create_user(&ctl.db, &system, "ann@example.com", PASSWORD, &[], T0)
+        .await
+        .unwrap();
+    let disabled = accounts::set_disabled(&ctl.db, &system, &ann.id, true, T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(disabled.disabled_at, Some(T0 + 1));
+    let again = accounts::set_disabled(&ctl.db, &system, &ann.id, true, T0 + 2).await;
+    assert!(matches!(again, Err(ControlError::Conflict(_))), "{again:?}");
+    assert_eq!(entries(&ctl.db, "user", &ann.id, "user.disable").await, 1);
+    accounts::set_disabled(&ctl.db, &system, &ann.id, false, T0 + 3)
+        .await
+        .unwrap();
+    let again = accounts::set_disabled(&ctl.db, &system, &ann.id, false, T0 + 4).await;
+    assert!(matches!(again, Err(ControlError::Conflict(_))), "{again:?}");
+    assert_eq!(entries(&ctl.db, "user", &ann.id, "user.enable").await, 1);
+
+    assert_eq!(audit::verify(&ctl.db).await.unwrap().broken, None);
+}
+
+#[tokio::test]
+async fn revoking_twice_changes_and_records_nothing_the_second_time_on_sqlite() {
+    revoking_twice_changes_and_records_nothing_the_second_time(TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_twice_changes_and_records_nothing_the_second_time_on_postgres() {
+    revoking_twice_changes_and_records_nothing_the_second_time(TestDb::postgres().await).await;
 }
 
 #[tokio::test]

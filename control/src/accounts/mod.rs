@@ -10,8 +10,9 @@ pub mod tokens;
 use serde_json::json;
 
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::{hash_matches, new_id, new_token, token_hash};
+use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 
 pub use sessions::{sign_in, sign_out, SignedIn};
@@ -132,7 +133,7 @@ pub async fn create_user(
     }
     let hash = passwords::hash(password).await?;
     let id = new_id();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO users (id, email, password_hash, created_by, created_at) VALUES ($1, $2, $3, $4, $5)",
     )
@@ -144,20 +145,17 @@ pub async fn create_user(
     .execute(&mut *tx)
     .await?;
     write_grants(&mut tx, &id, grants).await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "user.create",
-            target_kind: "user",
+            action: AuditAction::UserCreate,
             target_id: &id,
             environment_id: None,
             details: json!({ "email": email, "grants": grants }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(User {
         id,
         email,
@@ -285,7 +283,7 @@ pub async fn set_grants(
 ) -> Result<User> {
     let before = get_user(db, user_id).await?;
     validate_grants(db, grants).await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     lock_admins(&mut tx).await?;
     write_grants(&mut tx, user_id, grants).await?;
     if is_global_admin(&before.grants) && !is_global_admin(grants) {
@@ -293,13 +291,11 @@ pub async fn set_grants(
     }
     // Tokens the user minted never outrank them.
     let revoked = tokens::revoke_beyond(&mut tx, &before.email, Some(grants), now).await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "user.grants.set",
-            target_kind: "user",
+            action: AuditAction::UserGrantsSet,
             target_id: user_id,
             environment_id: None,
             details: json!({
@@ -311,11 +307,12 @@ pub async fn set_grants(
         },
     )
     .await?;
-    tx.commit().await?;
     get_user(db, user_id).await
 }
 
 /// Disables a user (or enables one again). Disabling revokes every session at once.
+/// Disabling a disabled user, or enabling an enabled one, is a conflict that changes and
+/// records nothing (the first disable's time stays).
 pub async fn set_disabled(
     db: &Db,
     actor: &Actor,
@@ -324,13 +321,24 @@ pub async fn set_disabled(
     now: i64,
 ) -> Result<User> {
     let before = get_user(db, user_id).await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     lock_admins(&mut tx).await?;
-    sqlx::query("UPDATE users SET disabled_at = $1 WHERE id = $2")
-        .bind(disabled.then_some(now))
+    if disabled {
+        revoke::once(&mut tx, Revocable::User, user_id, now).await?;
+    } else {
+        let enabled = sqlx::query(
+            "UPDATE users SET disabled_at = NULL WHERE id = $1 AND disabled_at IS NOT NULL",
+        )
         .bind(user_id)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected();
+        if enabled != 1 {
+            return Err(ControlError::Conflict(
+                "that user is already enabled".into(),
+            ));
+        }
+    }
     let mut revoked = Vec::new();
     if disabled {
         if is_global_admin(&before.grants) {
@@ -340,24 +348,21 @@ pub async fn set_disabled(
         // Nothing a disabled user minted keeps working.
         revoked = tokens::revoke_beyond(&mut tx, &before.email, None, now).await?;
     }
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
             action: if disabled {
-                "user.disable"
+                AuditAction::UserDisable
             } else {
-                "user.enable"
+                AuditAction::UserEnable
             },
-            target_kind: "user",
             target_id: user_id,
             environment_id: None,
             details: json!({ "email": before.email, "revoked_api_tokens": revoked }),
         },
     )
     .await?;
-    tx.commit().await?;
     get_user(db, user_id).await
 }
 
@@ -372,27 +377,24 @@ pub async fn set_password(
     passwords::validate("password", password)?;
     let user = get_user(db, user_id).await?;
     let hash = passwords::hash(password).await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
         .bind(&hash)
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
     sessions::revoke_all_in(&mut tx, user_id, now).await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "user.password.set",
-            target_kind: "user",
+            action: AuditAction::UserPasswordSet,
             target_id: user_id,
             environment_id: None,
             details: json!({ "email": user.email }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }
 

@@ -6,8 +6,9 @@ use serde_json::json;
 use super::limiter;
 use super::{normalize_email, passwords, user_principal};
 use crate::access::Principal;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::{hash_matches, new_id, new_token, token_hash};
+use crate::revoke::{self, Revocable};
 use crate::{Control, ControlError, Db, Result};
 
 /// The name of the session cookie.
@@ -101,7 +102,7 @@ async fn open_session(
         name: email.clone(),
         ip: ip.map(str::to_string),
     };
-    let mut tx = ctl.db.pool.begin().await?;
+    let mut tx = audit::begin(&ctl.db).await?;
     // Sessions long over are only history (the audit log keeps the sign-ins).
     sqlx::query("DELETE FROM sessions WHERE expires_at < $1")
         .bind(now - SESSION_HISTORY_MS)
@@ -118,20 +119,17 @@ async fn open_session(
     .bind(expires_at)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor: &actor,
-            action: "session.sign_in",
-            target_kind: "session",
+            action: AuditAction::SessionSignIn,
             target_id: &id,
             environment_id: None,
             details: json!({ "expires_at": expires_at }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(SignedIn {
         token,
         expires_at,
@@ -167,7 +165,8 @@ pub(crate) async fn resolve(
     Ok(Some(user_principal(db, &user_id, email, ip).await?))
 }
 
-/// Revokes the session of `token` (signing out). Unknown tokens are fine: already out.
+/// Revokes the session of `token` (signing out). Unknown or already ended sessions are fine:
+/// already out (nothing is changed or recorded).
 pub async fn sign_out(db: &Db, token: &str, ip: Option<&str>, now: i64) -> Result<()> {
     let row: Option<(String, String)> = sqlx::query_as(
         "SELECT s.id, u.email FROM sessions s JOIN users u ON u.id = s.user_id
@@ -183,26 +182,22 @@ pub async fn sign_out(db: &Db, token: &str, ip: Option<&str>, now: i64) -> Resul
         name: email,
         ip: ip.map(str::to_string),
     };
-    let mut tx = db.pool.begin().await?;
-    sqlx::query("UPDATE sessions SET revoked_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(&id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut tx,
+    let mut tx = audit::begin(db).await?;
+    if !revoke::stamp(&mut tx, Revocable::Session, &id, now).await? {
+        // Signed out meanwhile.
+        return Ok(());
+    }
+    tx.commit(
         now,
         AuditEntry {
             actor: &actor,
-            action: "session.sign_out",
-            target_kind: "session",
+            action: AuditAction::SessionSignOut,
             target_id: &id,
             environment_id: None,
             details: json!({}),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }
 
@@ -231,21 +226,18 @@ pub async fn revoke_user_sessions(db: &Db, actor: &Actor, user_id: &str, now: i6
         .fetch_optional(&db.pool)
         .await?
         .ok_or_else(|| ControlError::NotFound(format!("user {user_id}")))?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     let n = revoke_all_in(&mut tx, user_id, now).await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "user.sessions.revoke",
-            target_kind: "user",
+            action: AuditAction::UserSessionsRevoke,
             target_id: user_id,
             environment_id: None,
             details: json!({ "email": email, "sessions": n }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(n)
 }

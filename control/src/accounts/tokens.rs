@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::Authenticated;
 use crate::access::{Grant, Identity, Principal, Role, ALL_ENVIRONMENTS};
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::{given_or_new_token, hash_matches, new_id, shown_prefix, token_hash};
+use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 
 /// What a token may do.
@@ -140,7 +141,7 @@ pub async fn create_api_token(
         last_used_at: None,
         revoked_at: None,
     };
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     let replaced =
         sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
             .bind(now)
@@ -162,13 +163,11 @@ pub async fn create_api_token(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "api_token.create",
-            target_kind: "api_token",
+            action: AuditAction::ApiTokenCreate,
             target_id: &row.id,
             environment_id: (environment_id != ALL_ENVIRONMENTS).then_some(environment_id),
             details: json!({
@@ -181,7 +180,6 @@ pub async fn create_api_token(
         },
     )
     .await?;
-    tx.commit().await?;
     Ok((row, minted.then_some(value)))
 }
 
@@ -196,7 +194,8 @@ pub async fn list_api_tokens(db: &Db) -> Result<Vec<ApiTokenRow>> {
     )
 }
 
-/// Revokes a token: its next request is 401.
+/// Revokes a token: its next request is 401. Unknown is 404; already revoked is 409 and
+/// changes and records nothing (the first revocation's time stays).
 pub async fn revoke_api_token(db: &Db, actor: &Actor, id: &str, now: i64) -> Result<ApiTokenRow> {
     let row = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM api_tokens WHERE id = $1"
@@ -206,30 +205,21 @@ pub async fn revoke_api_token(db: &Db, actor: &Actor, id: &str, now: i64) -> Res
     .await?
     .ok_or_else(|| ControlError::NotFound(format!("API token {id}")))?;
     if row.revoked_at.is_some() {
-        return Err(ControlError::Conflict(
-            "that token is already revoked".into(),
-        ));
+        return Err(Revocable::ApiToken.already());
     }
-    let mut tx = db.pool.begin().await?;
-    sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut tx,
+    let mut tx = audit::begin(db).await?;
+    revoke::once(&mut tx, Revocable::ApiToken, id, now).await?;
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "api_token.revoke",
-            target_kind: "api_token",
+            action: AuditAction::ApiTokenRevoke,
             target_id: id,
             environment_id: (row.environment_id != ALL_ENVIRONMENTS).then_some(&row.environment_id),
             details: json!({ "name": row.name, "prefix": row.prefix, "role": row.role }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(ApiTokenRow {
         revoked_at: Some(now),
         ..row
@@ -268,12 +258,9 @@ pub(crate) async fn revoke_beyond(
         if grants.is_some_and(|g| covered_by(g, &environment_id, &role)) {
             continue;
         }
-        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2")
-            .bind(now)
-            .bind(&id)
-            .execute(&mut *conn)
-            .await?;
-        revoked.push(id);
+        if revoke::stamp(conn, Revocable::ApiToken, &id, now).await? {
+            revoked.push(id);
+        }
     }
     Ok(revoked)
 }

@@ -2,8 +2,9 @@
 
 use serde_json::json;
 
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::{given_or_new_token, hash_matches, new_id, shown_prefix, token_hash};
+use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -85,27 +86,24 @@ pub async fn create_environment(
         name,
         created_at: now,
     };
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query("INSERT INTO environments (id, name, created_at) VALUES ($1, $2, $3)")
         .bind(&env.id)
         .bind(&env.name)
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "environment.create",
-            target_kind: "environment",
+            action: AuditAction::EnvironmentCreate,
             target_id: &env.id,
             environment_id: Some(&env.id),
             details: json!({ "name": env.name }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(env)
 }
 
@@ -162,7 +160,7 @@ pub async fn create_enrollment_token(
         created_at: now,
         revoked_at: None,
     };
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO enrollment_tokens (id, environment_id, token_hash, prefix, label, created_at)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -175,20 +173,17 @@ pub async fn create_enrollment_token(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "enrollment_token.create",
-            target_kind: "enrollment_token",
+            action: AuditAction::EnrollmentTokenCreate,
             target_id: &row.id,
             environment_id: Some(environment_id),
             details: json!({ "prefix": row.prefix, "label": row.label }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok((row, minted.then_some(value)))
 }
 
@@ -226,7 +221,8 @@ pub async fn environment_for_enrollment_token(db: &Db, token: &str) -> Result<En
 }
 
 /// Revokes an enrollment token: agents can no longer enroll with it (nodes already enrolled
-/// keep their own node tokens).
+/// keep their own node tokens). Unknown is 404; already revoked is 409 and changes and
+/// records nothing.
 pub async fn revoke_enrollment_token(
     db: &Db,
     actor: &Actor,
@@ -242,31 +238,20 @@ pub async fn revoke_enrollment_token(
     .await?
     .ok_or_else(|| ControlError::NotFound(format!("enrollment token {token_id}")))?;
     if row.revoked_at.is_some() {
-        return Err(ControlError::Conflict(
-            "that token is already revoked".into(),
-        ));
+        return Err(Revocable::EnrollmentToken.already());
     }
-    let mut tx = db.pool.begin().await?;
-    sqlx::query(
-        "UPDATE enrollment_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
-    )
-    .bind(now)
-    .bind(token_id)
-    .execute(&mut *tx)
-    .await?;
-    audit::record(
-        &mut tx,
+    let mut tx = audit::begin(db).await?;
+    revoke::once(&mut tx, Revocable::EnrollmentToken, token_id, now).await?;
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "enrollment_token.revoke",
-            target_kind: "enrollment_token",
+            action: AuditAction::EnrollmentTokenRevoke,
             target_id: token_id,
             environment_id: Some(&row.environment_id),
             details: json!({ "prefix": row.prefix, "label": row.label }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }

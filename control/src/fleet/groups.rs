@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::labels::{self, parse_labels, Labels};
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::new_id;
 use crate::{ControlError, Db, Result};
 
@@ -73,7 +73,7 @@ pub async fn create_node_group(
         criteria: labels::to_json(&criteria),
         created_at: now,
     };
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO node_groups (id, environment_id, name, criteria, created_at)
          VALUES ($1, $2, $3, $4, $5)",
@@ -85,20 +85,17 @@ pub async fn create_node_group(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "node_group.create",
-            target_kind: "node_group",
+            action: AuditAction::NodeGroupCreate,
             target_id: &row.id,
             environment_id: Some(environment_id),
             details: json!({ "name": row.name, "criteria": criteria }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(row)
 }
 
@@ -125,24 +122,21 @@ pub async fn delete_node_group(db: &Db, actor: &Actor, id: &str, now: i64) -> Re
             )));
         }
     }
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query("DELETE FROM node_groups WHERE id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "node_group.delete",
-            target_kind: "node_group",
+            action: AuditAction::NodeGroupDelete,
             target_id: id,
             environment_id: Some(&row.environment_id),
             details: json!({ "name": row.name, "criteria": row.criteria() }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }

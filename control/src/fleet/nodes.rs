@@ -5,8 +5,9 @@ use serde_json::json;
 use super::environments::Environment;
 use super::labels::{self, parse_labels, Labels};
 use super::status::{derive_status, NodeStatus};
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::new_id;
+use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 
 /// A node as stored.
@@ -90,7 +91,7 @@ pub(crate) async fn enroll_node(
         Credential::InstanceUid(uid) => (None, Some(uid)),
     };
     let node_id = new_id();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     // Only a uid can conflict: NULLs (every vf-agent's uid) never do.
     let inserted = sqlx::query(
         "INSERT INTO nodes (id, environment_id, kind, name, hostname, os, agent_version,
@@ -116,8 +117,7 @@ pub(crate) async fn enroll_node(
     .await?
     .rows_affected();
     if inserted == 0 {
-        tx.commit().await?;
-        return Ok(None);
+        return Ok(None); // nothing written: dropping the transaction rolls back nothing
     }
     let details = match node.credential {
         Credential::NodeTokenHash(_) => {
@@ -130,20 +130,17 @@ pub(crate) async fn enroll_node(
             "labels": node.labels,
         }),
     };
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor: &Actor::system(&format!("node:{node_id}")),
-            action: "node.enroll",
-            target_kind: "node",
+            action: AuditAction::NodeEnroll,
             target_id: &node_id,
             environment_id: Some(&env.id),
             details,
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(Some(node_id))
 }
 
@@ -257,57 +254,46 @@ pub async fn set_operator_labels(
 ) -> Result<NodeRow> {
     let labels = parse_labels("labels", labels)?;
     let node = get_node(db, node_id).await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     sqlx::query("UPDATE nodes SET operator_labels = $1 WHERE id = $2")
         .bind(labels::to_json(&labels))
         .bind(node_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "node.labels",
-            target_kind: "node",
+            action: AuditAction::NodeLabels,
             target_id: node_id,
             environment_id: Some(&node.environment_id),
             details: json!({ "before": node.operator_labels(), "after": labels }),
         },
     )
     .await?;
-    tx.commit().await?;
     get_node(db, node_id).await
 }
 
 /// Revokes a node: its token stops working at once (the next poll gets 401) and it leaves
-/// the fleet view and every release's fleet.
+/// the fleet view and every release's fleet. Already revoked is 409 and changes and records
+/// nothing.
 pub async fn revoke_node(db: &Db, actor: &Actor, node_id: &str, now: i64) -> Result<()> {
     let node = get_node(db, node_id).await?;
     if node.revoked_at.is_some() {
-        return Err(ControlError::Conflict(
-            "that node is already revoked".into(),
-        ));
+        return Err(Revocable::Node.already());
     }
-    let mut tx = db.pool.begin().await?;
-    sqlx::query("UPDATE nodes SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-        .bind(now)
-        .bind(node_id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut tx,
+    let mut tx = audit::begin(db).await?;
+    revoke::once(&mut tx, Revocable::Node, node_id, now).await?;
+    tx.commit(
         now,
         AuditEntry {
             actor,
-            action: "node.revoke",
-            target_kind: "node",
+            action: AuditAction::NodeRevoke,
             target_id: node_id,
             environment_id: Some(&node.environment_id),
             details: json!({ "name": node.name, "kind": node.kind }),
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use vf_rules::{parse_canary_selector, Gate, ReleaseState, RolloutPlan};
 use super::state::{get_release, Release};
 use super::targets::{selector_field, FleetSnapshot};
 use super::transition::opening;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
 use crate::pipelines::{
@@ -191,8 +191,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         now,
         AuditEntry {
             actor,
-            action: "release.create",
-            target_kind: "release",
+            action: AuditAction::ReleaseCreate,
             target_id: &release_id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({

@@ -10,7 +10,7 @@ use vf_rules::{Deploy, GateEvaluation, OpenedStage, Step};
 
 use super::state::{get_release, Release};
 use super::targets::FleetSnapshot;
-use crate::audit::{self, Actor, AuditEntry};
+use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::pipelines::{get_pipeline, get_version, insert_version, PipelineRow};
 use crate::{Control, ControlError, Result};
 
@@ -58,7 +58,7 @@ pub async fn apply(
         .state
         .apply(&step, evaluation, opened, now)
         .map_err(|e| ControlError::Internal(anyhow::anyhow!("release {}: {e}", release.id)))?;
-    let action = format!("release.{}", t.kind.as_str());
+    let action = AuditAction::release(t.kind);
 
     // Read before the transaction: on SQLite it holds the only connection.
     let previous_config = match (t.deploy, release.previous_version) {
@@ -120,8 +120,7 @@ pub async fn apply(
         now,
         AuditEntry {
             actor,
-            action: &action,
-            target_kind: "release",
+            action,
             target_id: &release.id,
             environment_id: Some(&pipeline.environment_id),
             details: json!({
@@ -137,13 +136,13 @@ pub async fn apply(
     )
     .await?;
     tx.commit().await?;
-    ctl.metrics.transition(&action);
+    ctl.metrics.transition(action);
     for result in results.iter().flatten() {
         ctl.metrics.gate_result(result);
     }
     tracing::info!(
         release_id = release.id,
-        action,
+        action = action.as_str(),
         reason = t.reason,
         "release transition"
     );
