@@ -1,11 +1,10 @@
-//! Authentication at the edge of the server: who a request is (session cookie or bearer
-//! token), cross-site request refusal, the sign-in wall in front of pages, and the sign-in,
-//! sign-out and first-start setup form posts. What a caller may do is decided per server
-//! function and admin route by `vf_control::access::authorize`.
+//! Authentication at the edge of the server, where it is not a route's own extractor
+//! ([`crate::extract`]): the one bearer-token parser, cross-site request refusal, the
+//! sign-in wall in front of pages, and the sign-in, sign-out and first-start setup form
+//! posts. What a caller may do is decided per server function and admin route by
+//! `vf_control::access::authorize`.
 
-use std::net::{IpAddr, SocketAddr};
-
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -16,7 +15,8 @@ use vf_control::accounts::{self, sessions::COOKIE};
 use vf_control::ControlError;
 
 use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::extract::{Caller, ClientIp};
+use crate::state::AppState;
 
 /// What the auth layer needs from the configuration.
 #[derive(Debug, Clone, Default)]
@@ -29,65 +29,39 @@ pub struct AuthSettings {
     pub public_origin: Option<String>,
 }
 
-/// The client's address, as the audit log records it.
-#[derive(Debug, Clone)]
-pub struct ClientIp(pub Option<String>);
-
-/// Paths that carry their own credentials (agents) or must answer before anyone signs in.
-fn is_public(path: &str) -> bool {
-    path.starts_with("/api/")
-        || path.starts_with("/pkg/")
-        || path == "/v1/opamp"
-        || matches!(
-            path,
-            "/signin"
-                | "/signout"
-                | "/setup"
-                | "/healthz"
-                | "/readyz"
-                | "/metrics"
-                | "/favicon.svg"
-        )
-}
-
-/// Agent traffic authenticates with node and enrollment tokens in its own routes.
-fn is_agent(path: &str) -> bool {
-    path.starts_with(vf_protocol::ROUTE_PREFIX) || path == "/v1/opamp"
-}
-
-/// Static files and probes: public, and not worth a session lookup. (`/metrics` is not
-/// here: it answers only a role in every environment.)
-fn needs_no_caller(path: &str) -> bool {
-    path.starts_with("/pkg/") || matches!(path, "/favicon.svg" | "/healthz" | "/readyz")
-}
-
-/// Resolves the caller and puts [`Authenticated`] and [`ClientIp`] on the request; sends
-/// anyone without a session from a page to the sign-in page.
-pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_string();
-    if is_agent(&path) || needs_no_caller(&path) {
-        return next.run(req).await;
+/// The token of an `Authorization: Bearer <token>` header (RFC 6750 section 2.1): the scheme
+/// in any case (RFC 7235 section 2.1), exactly one space, then a non-empty token without
+/// whitespace. Anything else (another scheme, no token, extra spaces, several
+/// `Authorization` headers) is no bearer token. The token's characters are not held to
+/// RFC 6750's `b64token`: operators choose bootstrap tokens (`VF_BOOTSTRAP_API_TOKEN`, ...)
+/// freely, and a header value is visible ASCII anyway.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
     }
-    let ip = client_ip(&req, &state.auth);
-    let session = cookie(req.headers(), COOKIE);
-    let bearer = bearer(req.headers());
-    let now = state.control.now();
-    let auth = match accounts::authenticate(
-        &state.control.db,
-        session.as_deref(),
-        bearer.as_deref(),
-        ip.as_deref(),
-        now,
-    )
-    .await
-    {
-        Ok(a) => a,
-        Err(e) => return ApiError(e).into_response(),
+    let (scheme, token) = value.to_str().ok()?.split_once(' ')?;
+    let well_formed = scheme.eq_ignore_ascii_case("bearer")
+        && !token.is_empty()
+        && !token.contains(|c: char| c.is_ascii_whitespace());
+    well_formed.then_some(token)
+}
+
+/// Pages anyone may open: signing in, and the first start's setup link.
+const OPEN_PAGES: [&str; 2] = ["/signin", "/setup"];
+
+/// The sign-in wall in front of the pages (and of unknown paths, which would be pages):
+/// resolves the [`Caller`] (which the pages' server functions read during rendering) and
+/// sends anyone without a session from a page to the sign-in page; other methods get 401.
+pub async fn sign_in_wall(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let signed_in = match Caller::from_request_parts(&mut parts, &state).await {
+        Ok(Caller(auth)) => auth.principal.is_some(),
+        Err(rejection) => return rejection.into_response(),
     };
-    let signed_in = auth.principal.is_some();
-    req.extensions_mut().insert(auth);
-    req.extensions_mut().insert(ClientIp(ip));
-    if signed_in || is_public(&path) {
+    let req = Request::from_parts(parts, body);
+    if signed_in || OPEN_PAGES.contains(&req.uri().path()) {
         return next.run(req).await;
     }
     if req.method() == Method::GET || req.method() == Method::HEAD {
@@ -101,16 +75,27 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     ApiError(ControlError::SignInRequired).into_response()
 }
 
+/// Adds the `WWW-Authenticate: Bearer` challenge to a 401, on routes that tools and
+/// scrapers call with a bearer token (`/metrics`, `/api/edge-config`).
+pub async fn bearer_challenge(mut resp: Response) -> Response {
+    if resp.status() == StatusCode::UNAUTHORIZED {
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    resp
+}
+
 /// Refuses state-changing requests a browser sent from another site (`Sec-Fetch-Site`,
 /// or `Origin` where the browser sends no fetch metadata). Tools like curl send neither and
-/// authenticate with bearer tokens, which browsers never attach on their own.
+/// authenticate with bearer tokens, which browsers never attach on their own. Agent routes
+/// are not behind it: agents are no browsers.
 pub async fn refuse_cross_site(
     State(state): State<AppState>,
     req: Request,
     next: Next,
 ) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if safe || is_agent(req.uri().path()) {
+    if safe {
         return next.run(req).await;
     }
     if let Some(reason) = cross_site(req.headers(), state.auth.public_origin.as_deref()) {
@@ -146,23 +131,6 @@ pub fn cross_site(headers: &HeaderMap, public_origin: Option<&str>) -> Option<&'
     }
 }
 
-fn client_ip(req: &Request, settings: &AuthSettings) -> Option<String> {
-    if let Some(name) = &settings.client_ip_header {
-        let forwarded = req
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.rsplit(',').next())
-            .and_then(|v| v.trim().parse::<IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return Some(ip.to_string());
-        }
-    }
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip().to_string())
-}
-
 /// The value of cookie `name` in the request's `Cookie` headers.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -174,15 +142,6 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.trim().to_string())
         .filter(|v| !v.is_empty())
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim().to_string())
-        .filter(|t| !t.is_empty())
 }
 
 fn urlencode(s: &str) -> String {
@@ -250,11 +209,10 @@ struct SignInForm {
 /// back to the sign-in page with the reason (429 past the rate limits).
 async fn sign_in(
     State(state): State<AppState>,
-    ip: Option<axum::Extension<ClientIp>>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Response {
-    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
     let next = local_path(form.next.as_deref());
     let secure = secure_request(&state.auth, &headers);
     match accounts::sign_in(&state.control, &form.email, &form.password, ip.as_deref()).await {
@@ -309,10 +267,9 @@ async fn sign_in(
 /// `POST /signout`: revokes the session server-side and clears the cookie.
 async fn sign_out(
     State(state): State<AppState>,
-    ip: Option<axum::Extension<ClientIp>>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Response {
-    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
     if let Some(token) = cookie(&headers, COOKIE) {
         if let Err(e) = accounts::sign_out(
             &state.control.db,
@@ -347,10 +304,9 @@ struct SetupForm {
 /// then signs in.
 async fn setup(
     State(state): State<AppState>,
-    ip: Option<axum::Extension<ClientIp>>,
+    ClientIp(ip): ClientIp,
     Form(form): Form<SetupForm>,
 ) -> Response {
-    let ip = ip.and_then(|axum::Extension(ClientIp(ip))| ip);
     let now = state.control.now();
     match accounts::complete_setup(
         &state.control.db,
@@ -449,6 +405,48 @@ mod tests {
             .to_str()
             .unwrap()
             .contains("Secure"));
+    }
+
+    #[test]
+    fn a_bearer_token_is_the_scheme_in_any_case_one_space_and_a_token() {
+        let token = |v: &str| bearer(&headers(&[("authorization", v)])).map(str::to_string);
+        assert_eq!(token("Bearer vfa_abc-123").as_deref(), Some("vfa_abc-123"));
+        assert_eq!(token("bearer vfa_abc").as_deref(), Some("vfa_abc"));
+        assert_eq!(token("BEARER vfa_abc").as_deref(), Some("vfa_abc"));
+        assert_eq!(
+            token("Bearer a+b/c=~.!#$").as_deref(),
+            Some("a+b/c=~.!#$"),
+            "operators choose bootstrap tokens freely"
+        );
+        for refused in [
+            "Bearer ",
+            "Bearer",
+            "Bearer  vfa_abc",
+            "Bearer vfa_abc ",
+            "Bearer vfa abc",
+            "Bearer\tvfa_abc",
+            "Bearer\tvfa_abc\tx",
+            "Basic dXNlcjpwYXNz",
+            "Bearervfa_abc",
+            "Token vfa_abc",
+            "vfa_abc",
+            "",
+        ] {
+            assert_eq!(token(refused), None, "{refused:?}");
+        }
+        assert_eq!(bearer(&HeaderMap::new()), None);
+        let mut two = headers(&[("authorization", "Bearer one")]);
+        two.append(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer two"),
+        );
+        assert_eq!(bearer(&two), None, "two Authorization headers name nobody");
+        let mut opaque = HeaderMap::new();
+        opaque.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_bytes(b"Bearer caf\xe9").unwrap(),
+        );
+        assert_eq!(bearer(&opaque), None, "not visible ASCII");
     }
 
     #[test]

@@ -4,10 +4,14 @@
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod extract;
 pub mod routes;
 pub mod scheduler;
+pub mod server_fns;
 pub mod startup;
+pub mod state;
 pub mod telemetry;
 
 pub use config::Config;
 pub use startup::{build, build_with_clock, Application};
+pub use state::AppState;

@@ -4,44 +4,28 @@
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{DefaultBodyLimit, FromRef, MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use axum::routing::any;
 use axum::Router;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{generate_route_list_with_exclusions, LeptosRoutes};
 use tokio::net::TcpListener;
-use tower::ServiceBuilder;
-use vf_control::{fleet, Clock, Control, Db, Settings, SystemClock};
+use vf_control::access::{Role, ALL_ENVIRONMENTS};
+use vf_control::accounts::{self, TokenRole};
+use vf_control::{fleet, Actor, Clock, Control, Db, Settings, SystemClock};
 
 use crate::auth::{self, AuthSettings};
 use crate::config::Config;
-use crate::routes;
-use vf_control::access::{Role, ALL_ENVIRONMENTS};
-use vf_control::accounts::{self, TokenRole};
-use vf_control::metrics::{Metrics, RouteLabels};
-use vf_control::Actor;
-
-/// Shared state of every handler.
-#[derive(Clone)]
-pub struct AppState {
-    pub control: Control,
-    pub metrics: Metrics,
-    pub leptos_options: LeptosOptions,
-    pub auth: Arc<AuthSettings>,
-}
-
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos_options.clone()
-    }
-}
+use crate::extract::Caller;
+use crate::state::AppState;
+use crate::{routes, server_fns};
 
 /// A built, bound server that has not started serving yet.
 pub struct Application {
@@ -101,7 +85,7 @@ pub async fn build_with_clock(
         }),
     };
     first_admin(&control, &config, addr).await?;
-    let router = router(state, &config);
+    let router = router(state, &config)?;
     Ok(Application {
         listener,
         router,
@@ -193,92 +177,75 @@ async fn first_admin(control: &Control, config: &Config, addr: SocketAddr) -> an
     Ok(())
 }
 
-/// What every agent-facing route gets: a body limit (413 above it), overload shedding (503
-/// with `Retry-After`, which agents honour) and request counts and latency on `/metrics`.
-pub(crate) fn agent_route_layers(
-    routes: Router<AppState>,
-    state: &AppState,
-    config: &Config,
-    retry_after: &'static str,
-) -> Router<AppState> {
-    let overload = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(
-            move |_: tower::BoxError| async move {
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    [(header::RETRY_AFTER, HeaderValue::from_static(retry_after))],
-                    "server busy, retry later",
-                )
-            },
-        ))
-        .load_shed()
-        .concurrency_limit(config.agent_max_concurrency);
-    routes
-        .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
-        .layer(overload)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            record_metrics,
-        ))
-}
+/// The whole HTTP surface. Each group of routes carries what its callers need, and the
+/// routes themselves say who may call them (the extractors of [`crate::extract`]):
+/// - agents (`/api/agent/*`, `/v1/opamp`): their own tokens; no browser is behind them, so
+///   no cross-site refusal and no session lookup;
+/// - server functions: the caller resolved onto the request, argument errors as 400;
+/// - pages and unknown paths: behind the sign-in wall;
+/// - everything but the agents' routes: cross-site request refusal;
+/// - every response: the security headers.
+fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
+    let files = leptos_axum::file_and_error_handler::<AppState, _>(app::shell);
 
-fn router(state: AppState, config: &Config) -> Router {
-    let agent = agent_route_layers(routes::agent::router(), &state, config, "5");
+    let agents = Router::new()
+        .merge(routes::agent_route_layers(
+            routes::agent::router(),
+            &state,
+            config,
+            "5",
+        ))
+        .merge(routes::opamp::router(config, &state))
+        // Unknown protocol paths answer 404 without the sign-in wall.
+        .route(
+            &format!("{}{{*rest}}", vf_protocol::ROUTE_PREFIX),
+            any(files.clone()),
+        );
 
     let control = state.control.clone();
-    let routes = generate_route_list(app::App);
+    let context = move || {
+        provide_context(control.clone());
+        leptos::nonce::provide_nonce();
+    };
+    // The server functions get routes of their own (below), not among the pages.
+    let server_fn_paths = leptos::server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path.to_string())
+        .collect();
+    let listing = generate_route_list_with_exclusions(app::App, Some(server_fn_paths));
     let options = state.leptos_options.clone();
-    Router::new()
-        .merge(agent)
-        .merge(routes::health::router())
-        .merge(routes::opamp::router(config, &state))
-        .merge(routes::edge::router())
-        .merge(auth::router())
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || {
-                provide_context(control.clone());
-                leptos::nonce::provide_nonce();
-            },
-            move || app::shell(options.clone()),
-        )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            app::shell,
-        ))
-        .layer(middleware::from_fn(server_fn_input_errors_are_400))
+    let pages = Router::new()
+        .leptos_routes_with_context(&state, listing, context.clone(), move || {
+            app::shell(options.clone())
+        })
+        .fallback(files.clone())
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            auth::authenticate,
-        ))
+            auth::sign_in_wall,
+        ));
+
+    let caller = middleware::from_extractor_with_state::<Caller, AppState>(state.clone());
+    let browsers = Router::new()
+        .merge(routes::health::router())
+        .merge(routes::edge::router())
+        .merge(auth::router())
+        .merge(server_fns::router(&state, context)?)
+        // Static files, and what else is under /api/: no pages, so not behind the wall. The
+        // rest of /api/ answers with the not-found page, which shows who is signed in.
+        .route("/pkg/{*file}", any(files.clone()))
+        .route("/favicon.svg", any(files.clone()))
+        .route("/api/", any(files.clone()).layer(caller.clone()))
+        .route("/api/{*rest}", any(files).layer(caller))
+        .merge(pages)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::refuse_cross_site,
-        ))
-        .layer(middleware::from_fn(security_headers))
-        .with_state(state)
-}
+        ));
 
-/// Leptos answers a server function call whose arguments do not parse with a 500; for the
-/// caller that is bad input, so it becomes a 400 with the same message.
-async fn server_fn_input_errors_are_400(req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    let is_server_fn = path.starts_with("/api/") && !path.starts_with(vf_protocol::ROUTE_PREFIX);
-    let resp = next.run(req).await;
-    if !is_server_fn || resp.status() != StatusCode::INTERNAL_SERVER_ERROR {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let bytes = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let client_fault = ["Args|", "MissingArg|", "Deserialization|"]
-        .iter()
-        .any(|p| bytes.starts_with(p.as_bytes()));
-    if client_fault {
-        parts.status = StatusCode::BAD_REQUEST;
-    }
-    Response::from_parts(parts, axum::body::Body::from(bytes))
+    Ok(Router::new()
+        .merge(agents)
+        .merge(browsers)
+        .layer(middleware::from_fn(security_headers))
+        .with_state(state))
 }
 
 /// Headers every response carries. Pages set their own nonce-based Content-Security-Policy;
@@ -301,27 +268,6 @@ async fn security_headers(req: Request, next: Next) -> Response {
             HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
         );
     }
-    resp
-}
-
-async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".into());
-    let started = Instant::now();
-    let resp = next.run(req).await;
-    let labels = RouteLabels {
-        route,
-        status: resp.status().as_u16(),
-    };
-    state.metrics.agent_requests.get_or_create(&labels).inc();
-    state
-        .metrics
-        .agent_latency
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
     resp
 }
 

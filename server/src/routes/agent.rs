@@ -1,5 +1,6 @@
 //! The vf-agent protocol (SPEC section 4): enroll, config (GET, or POST carrying a
-//! heartbeat), heartbeat. Thin: authenticate, parse, call `vf-control`, answer.
+//! heartbeat), heartbeat. Thin: authenticate (the [`AgentNode`] extractor), parse, call
+//! `vf-control`, answer.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -9,13 +10,14 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use vf_control::fleet::{self, NodeRow};
-use vf_control::{agent, heartbeat, ControlError};
+use vf_control::{agent, heartbeat};
 use vf_protocol::{
     EnrollRequest, Heartbeat, HeartbeatAck, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH,
 };
 
 use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::extract::AgentNode;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -38,20 +40,6 @@ fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or(ApiError(ControlError::Unauthorized))
-}
-
-async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<NodeRow, ApiError> {
-    Ok(agent::node_for_token(&state.control.db, bearer(headers)?).await?)
-}
-
 async fn enroll(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let req: EnrollRequest = parse_json(&body)?;
     let ctl = &state.control;
@@ -61,18 +49,18 @@ async fn enroll(State(state): State<AppState>, body: Bytes) -> Result<Response, 
 
 async fn config_get(
     State(state): State<AppState>,
+    AgentNode(node): AgentNode,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let node = authenticate(&state, &headers).await?;
     serve_config(&state, &node, &headers, None).await
 }
 
 async fn config_post(
     State(state): State<AppState>,
+    AgentNode(node): AgentNode,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let node = authenticate(&state, &headers).await?;
     let hb: Option<Heartbeat> = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
@@ -130,10 +118,9 @@ async fn serve_config(
 
 async fn heartbeat_post(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    AgentNode(node): AgentNode,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let node = authenticate(&state, &headers).await?;
     let hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
     let capped = heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;

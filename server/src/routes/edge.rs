@@ -2,23 +2,29 @@
 //! the `edge-client` crate) and the admin routes that change it.
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use serde_json::{json, Value};
 use vf_control::access::{self, Role, Target};
-use vf_control::accounts::Authenticated;
 use vf_control::rolling::{self, Change, StoredRollout};
 use vf_control::{Actor, ControlError};
 
+use crate::auth::bearer_challenge;
 use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::extract::{Caller, Operator};
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/edge-config", get(edge_config))
+        .route(
+            "/api/edge-config",
+            get(edge_config).layer(map_response(bearer_challenge)),
+        )
         .route("/api/admin/rollouts", get(list))
         .route(
             "/api/admin/rollouts/{id}",
@@ -30,27 +36,34 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// `GET /api/edge-config`: the whole document, strong ETag, 304 when unchanged. Needs the
-/// read-only edge-config token (or a session or API token with a role in every environment)
-/// as a Bearer token.
+/// Who may read the edge config: the read-only edge-config token, or a session or API token
+/// with a role in every environment. Nobody: 401 `Unauthorized`; a role in some
+/// environments only: 403 naming the role needed, as every other route answers
+/// (`access::authorize`).
+#[derive(Debug, Clone, Copy)]
+pub struct EdgeConfigReader;
+
+impl FromRequestParts<AppState> for EdgeConfigReader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Caller(auth) = Caller::from_request_parts(parts, state).await?;
+        match (auth.edge_reader, &auth.principal) {
+            (true, _) => {}
+            (false, Some(p)) => access::check(p.global_role(), Role::Viewer, "every environment")?,
+            (false, None) => return Err(ApiError(ControlError::Unauthorized)),
+        }
+        Ok(EdgeConfigReader)
+    }
+}
+
+/// `GET /api/edge-config`: the whole document, strong ETag, 304 when unchanged. Needs an
+/// [`EdgeConfigReader`]'s Bearer token (or session).
 async fn edge_config(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
+    _: EdgeConfigReader,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let auth = auth.map(|Extension(a)| a).unwrap_or_default();
-    match (auth.edge_reader, &auth.principal) {
-        (true, _) => {}
-        // Signed in with a role in some environments only: 403 naming the role needed, as
-        // every other route answers (`access::authorize`).
-        (false, Some(p)) => access::check(p.global_role(), Role::Viewer, "every environment")?,
-        (false, None) => {
-            let mut resp = ApiError(ControlError::Unauthorized).into_response();
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Ok(resp);
-        }
-    }
     let doc = rolling::edge_config(&state.control.db).await?;
     let etag = format!("\"{}\"", doc.version);
     let unchanged = headers
@@ -76,15 +89,15 @@ fn none_match(header: &str, etag: &str) -> bool {
         .any(|t| t == "*" || t.trim_start_matches("W/") == etag)
 }
 
-/// The admin routes' door: the same check as every server function.
+/// The admin routes' door, past the [`Operator`] extractor: the same check as every server
+/// function.
 async fn authorize(
     state: &AppState,
-    auth: &Option<Extension<Authenticated>>,
+    Operator(principal): &Operator,
     need: Role,
 ) -> Result<Actor, ApiError> {
-    let principal = auth.as_ref().and_then(|Extension(a)| a.principal.as_ref());
     Ok(
-        access::authorize(&state.control.db, principal, need, Target::Global)
+        access::authorize(&state.control.db, Some(principal), need, Target::Global)
             .await?
             .actor,
     )
@@ -107,11 +120,8 @@ fn with_etag(s: &StoredRollout) -> Response {
     ([(header::ETAG, etag)], Json(rollout_json(s))).into_response()
 }
 
-async fn list(
-    State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
-) -> Result<Response, ApiError> {
-    authorize(&state, &auth, Role::Viewer).await?;
+async fn list(State(state): State<AppState>, operator: Operator) -> Result<Response, ApiError> {
+    authorize(&state, &operator, Role::Viewer).await?;
     let all = rolling::list(&state.control.db).await?;
     Ok(Json(all.iter().map(rollout_json).collect::<Vec<_>>()).into_response())
 }
@@ -150,44 +160,122 @@ async fn change(
 
 async fn set_global(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
+    operator: Operator,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let actor = authorize(&state, &auth, Role::Admin).await?;
+    let actor = authorize(&state, &operator, Role::Admin).await?;
     let p = percent_of(&body)?;
     change(&state, &actor, &headers, &id, Change::SetGlobal(p)).await
 }
 
 async fn set_org(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
+    operator: Operator,
     Path((id, org)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let actor = authorize(&state, &auth, Role::Admin).await?;
+    let actor = authorize(&state, &operator, Role::Admin).await?;
     let p = percent_of(&body)?;
     change(&state, &actor, &headers, &id, Change::SetOrg(org, p)).await
 }
 
 async fn delete_rollout(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
+    operator: Operator,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let actor = authorize(&state, &auth, Role::Admin).await?;
+    let actor = authorize(&state, &operator, Role::Admin).await?;
     change(&state, &actor, &headers, &id, Change::Delete).await
 }
 
 async fn delete_org(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
+    operator: Operator,
     Path((id, org)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let actor = authorize(&state, &auth, Role::Admin).await?;
+    let actor = authorize(&state, &operator, Role::Admin).await?;
     change(&state, &actor, &headers, &id, Change::RemoveOrg(org)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::to_bytes;
+    use axum::http::Request;
+    use vf_control::access::ALL_ENVIRONMENTS;
+    use vf_control::accounts::{self, TokenRole};
+
+    use super::*;
+    use crate::state::testing;
+
+    async fn read(
+        state: &AppState,
+        authorization: Option<&str>,
+    ) -> Result<(), (StatusCode, Value)> {
+        let mut req = Request::builder().uri("/api/edge-config");
+        if let Some(value) = authorization {
+            req = req.header(header::AUTHORIZATION, value);
+        }
+        let mut parts = req.body(()).unwrap().into_parts().0;
+        match EdgeConfigReader::from_request_parts(&mut parts, state).await {
+            Ok(EdgeConfigReader) => Ok(()),
+            Err(rejection) => {
+                let resp = rejection.into_response();
+                let status = resp.status();
+                let body = to_bytes(resp.into_body(), 64 * 1024).await.unwrap();
+                Err((status, serde_json::from_slice(&body).unwrap()))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_edge_config_is_read_with_the_edge_token_or_a_role_everywhere_only() {
+        let (state, _db) = testing::state().await;
+        let ctl = &state.control;
+        let system = Actor::system("test");
+        let tokens = [
+            (
+                "edge",
+                ALL_ENVIRONMENTS,
+                TokenRole::EdgeConfig,
+                "vfc_unit-edge-token-0123",
+            ),
+            (
+                "viewer",
+                ALL_ENVIRONMENTS,
+                TokenRole::Role(Role::Viewer),
+                "vfa_unit-viewer-0123",
+            ),
+        ];
+        for (name, env, role, value) in tokens {
+            accounts::create_api_token(&ctl.db, &system, name, env, role, Some(value), ctl.now())
+                .await
+                .unwrap();
+        }
+        let unauthorized = (
+            StatusCode::UNAUTHORIZED,
+            json!({ "error": ControlError::Unauthorized.to_string() }),
+        );
+        assert_eq!(read(&state, None).await, Err(unauthorized.clone()));
+        assert_eq!(
+            read(&state, Some("Bearer vfc_not-a-token-anyone-has")).await,
+            Err(unauthorized.clone())
+        );
+        assert_eq!(
+            read(&state, Some("Basic vfc_unit-edge-token-0123")).await,
+            Err(unauthorized)
+        );
+        assert_eq!(
+            read(&state, Some("Bearer vfc_unit-edge-token-0123")).await,
+            Ok(())
+        );
+        assert_eq!(
+            read(&state, Some("Bearer vfa_unit-viewer-0123")).await,
+            Ok(())
+        );
+    }
 }

@@ -1,22 +1,26 @@
 //! Liveness, readiness and metrics.
 
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, StatusCode};
+use axum::middleware::map_response;
+use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Extension, Router};
+use axum::Router;
 use vf_control::access::{self, Role};
-use vf_control::accounts::Authenticated;
-use vf_control::ControlError;
 
+use crate::auth::bearer_challenge;
 use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::extract::Operator;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .route(
+            "/metrics",
+            get(metrics).layer(map_response(bearer_challenge)),
+        )
 }
 
 /// Ready when the database answers.
@@ -33,18 +37,9 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// scrape config).
 async fn metrics(
     State(state): State<AppState>,
-    auth: Option<Extension<Authenticated>>,
-) -> Result<impl IntoResponse, Response> {
-    match auth.and_then(|Extension(a)| a.principal) {
-        None => {
-            let mut resp = ApiError(ControlError::SignInRequired).into_response();
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Err(resp);
-        }
-        Some(p) => access::check(p.global_role(), Role::Viewer, "every environment")
-            .map_err(|e| ApiError(e).into_response())?,
-    }
+    Operator(p): Operator,
+) -> Result<impl IntoResponse, ApiError> {
+    access::check(p.global_role(), Role::Viewer, "every environment")?;
     match vf_control::releases::latest_statuses(&state.control.db).await {
         Ok(latest) => state.metrics.set_release_statuses(&latest),
         Err(e) => tracing::warn!(

@@ -16,8 +16,9 @@ use vf_control::opamp::proto::{
 use vf_control::opamp::transport::{self, BodyError};
 use vf_control::{opamp, ControlError};
 
+use crate::auth::bearer;
 use crate::config::Config;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The OpAMP default path.
 const ROUTE: &str = "/v1/opamp";
@@ -32,18 +33,11 @@ pub fn router(config: &Config, state: &AppState) -> Router<AppState> {
     let routes = Router::new()
         .route(ROUTE, post(opamp_post))
         .layer(Extension(MaxBody(config.agent_max_body_bytes)));
-    crate::startup::agent_route_layers(routes, state, config, "30")
+    super::agent_route_layers(routes, state, config, "30")
 }
 
 fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = text(headers, header::AUTHORIZATION)?.trim();
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 fn unauthorized() -> Response {
