@@ -1,10 +1,15 @@
-//! Small pieces every page uses.
+//! Small pieces every page uses. A page showing what a server call answered wraps it in
+//! [`Loaded`]; a list of rows is a [`Table`], and [`AsyncTable`] is the two together.
 
 mod layout;
+mod loaded;
 mod session;
+mod table;
 
 pub use layout::{current_env, use_env_name, use_tick, Layout};
+pub use loaded::{AsyncTable, Loaded};
 pub use session::{use_session, Can, Roles, Session};
+pub use table::Table;
 
 use leptos::prelude::*;
 

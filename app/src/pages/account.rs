@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use crate::api::accounts::{me, ChangePassword};
 use crate::api::error_text;
-use crate::components::ErrorBox;
+use crate::components::{ErrorBox, Loaded};
 
 #[component]
 pub fn AccountPage() -> impl IntoView {
@@ -14,21 +14,14 @@ pub fn AccountPage() -> impl IntoView {
     let new = RwSignal::new(String::new());
     view! {
         <h1>"Your account"</h1>
-        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-            {move || Suspend::new(async move {
-                match me.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(m) => view! {
-                        <p>"Signed in as " <strong data-testid="account-name">{m.name.clone()}</strong></p>
-                        <ul class="plain" aria-label="Your roles">
-                            {m.grants.iter().map(|g| view! {
-                                <li>{format!("{} in {}", g.role, if g.environment_id == "*" { "all environments".to_string() } else { g.environment_id.clone() })}</li>
-                            }).collect_view()}
-                        </ul>
-                    }.into_any(),
-                }
-            })}
-        </Transition>
+        <Loaded resource=me let:m>
+            <p>"Signed in as " <strong data-testid="account-name">{m.name.clone()}</strong></p>
+            <ul class="plain" aria-label="Your roles">
+                {m.grants.iter().map(|g| view! {
+                    <li>{format!("{} in {}", g.role, if g.environment_id == "*" { "all environments".to_string() } else { g.environment_id.clone() })}</li>
+                }).collect_view()}
+            </ul>
+        </Loaded>
         <form class="card form" aria-label="Change password" on:submit=move |ev| {
             ev.prevent_default();
             change.dispatch(ChangePassword {

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use crate::api::audit::{list_audit, AuditQuery, VerifyAudit};
 use crate::api::error_text;
-use crate::components::ErrorBox;
+use crate::components::{AsyncTable, ErrorBox};
 use crate::types::format_time;
 
 /// Midnight UTC of a `YYYY-MM-DD` date, in ms; None unless the text is such a date.
@@ -87,40 +87,19 @@ pub fn AuditPage() -> impl IntoView {
                 },
             })}
         </div>
-        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-            {move || Suspend::new(async move {
-                match events.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(rows) if rows.is_empty() => view! { <p class="empty">"No matching events."</p> }.into_any(),
-                    Ok(rows) => view! {
-                        <table class="grid audit" data-testid="audit-table">
-                            <thead><tr>
-                                <th scope="col">"#"</th>
-                                <th scope="col">"Time (UTC)"</th>
-                                <th scope="col">"Actor"</th>
-                                <th scope="col">"From"</th>
-                                <th scope="col">"Action"</th>
-                                <th scope="col">"Target"</th>
-                                <th scope="col">"Details"</th>
-                            </tr></thead>
-                            <tbody>
-                                {rows.into_iter().map(|r| view! {
-                                    <tr>
-                                        <td>{r.seq}</td>
-                                        <td>{format_time(r.at)}</td>
-                                        <td>{r.actor}</td>
-                                        <td class="muted">{r.ip.unwrap_or_default()}</td>
-                                        <th scope="row">{r.action}</th>
-                                        <td>{format!("{} {}", r.target_kind, r.target_id)}</td>
-                                        <td><code class="audit-details">{r.details}</code></td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncTable resource=events class="grid audit" testid="audit-table"
+            columns=&["#", "Time (UTC)", "Actor", "From", "Action", "Target", "Details"]
+            empty="No matching events." let:r>
+            <tr>
+                <td>{r.seq}</td>
+                <td>{format_time(r.at)}</td>
+                <td>{r.actor}</td>
+                <td class="muted">{r.ip.unwrap_or_default()}</td>
+                <th scope="row">{r.action}</th>
+                <td>{format!("{} {}", r.target_kind, r.target_id)}</td>
+                <td><code class="audit-details">{r.details}</code></td>
+            </tr>
+        </AsyncTable>
     }
 }
 

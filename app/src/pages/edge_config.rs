@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use crate::api::edge::{edge_admin, DeleteRollout, RemoveOrgOverride, SetRolloutPercent};
 use crate::api::error_text;
-use crate::components::{use_session, ErrorBox};
+use crate::components::{use_session, ErrorBox, Loaded, Table};
 use crate::types::{format_time, preview_change, EdgeAdminView, RollingView};
 
 #[derive(Clone, Copy)]
@@ -41,7 +41,12 @@ pub fn EdgeConfigPage() -> impl IntoView {
                 actions.delete.version().get(),
             )
         },
-        |_| edge_admin(),
+        move |_| async move {
+            let v = edge_admin().await?;
+            // Changing rollouts is for admins of every environment; viewers read.
+            let editable = session.roles().await.can("admin", "*");
+            Ok((v, editable))
+        },
     );
     view! {
         <h1>"Edge config: rolling rollouts"</h1>
@@ -49,18 +54,9 @@ pub fn EdgeConfigPage() -> impl IntoView {
             "Customers are bucketed 0-99 by a hash of their id (the same as Bun.hash). A rollout at N% sends buckets 0..N-1 to the new path; an org override wins over the global percent."
         </p>
         {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
-        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(v) => {
-                        // Changing rollouts is for admins of every environment; viewers read.
-                        let editable = session.roles().await.can("admin", "*");
-                        view! { <EdgeAdmin v actions editable/> }.into_any()
-                    }
-                }
-            })}
-        </Transition>
+        <Loaded resource=data let((v, editable))>
+            <EdgeAdmin v actions editable/>
+        </Loaded>
     }
 }
 
@@ -83,17 +79,13 @@ fn EdgeAdmin(v: EdgeAdminView, actions: EdgeActions, editable: bool) -> impl Int
         </div>
         <section aria-label="Change history">
             <h2>"Change history"</h2>
-            <table class="grid compact" data-testid="edge-history">
-                <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Rollout"</th><th scope="col">"Change"</th><th scope="col">"Before / after"</th></tr></thead>
-                <tbody>
-                    {v.history.into_iter().map(|h| view! {
-                        <tr>
-                            <td>{format_time(h.at)}</td><td>{h.actor}</td><td>{h.rollout}</td>
-                            <td>{h.action}</td><td class="mono small">{h.details}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
+            <Table rows=v.history class="grid compact" testid="edge-history"
+                columns=&["When", "Who", "Rollout", "Change", "Before / after"] let:h>
+                <tr>
+                    <td>{format_time(h.at)}</td><td>{h.actor}</td><td>{h.rollout}</td>
+                    <td>{h.action}</td><td class="mono small">{h.details}</td>
+                </tr>
+            </Table>
         </section>
     }
 }
@@ -210,26 +202,24 @@ fn RolloutCard(r: RollingView, actions: EdgeActions, editable: bool) -> impl Int
             </p>
             })}
             <h3>"Org overrides"</h3>
-            <table class="grid compact">
-                <thead><tr><th scope="col">"Org"</th><th scope="col">"Percent"</th><th scope="col">"Previous"</th><th scope="col">"Changed"</th><th scope="col"><span class="sr-only">"Actions"</span></th></tr></thead>
-                <tbody>
-                    {r.orgs.clone().into_iter().map(|(org, e)| {
-                        let org_name = StoredValue::new(org.clone());
-                        view! {
-                            <tr data-org=org.clone()>
-                                <th scope="row">{org.clone()}</th>
-                                <td>{format!("{}%", e.percent)}</td>
-                                <td>{format!("{}%", e.previous_percent)}</td>
-                                <td>{format_time(e.changed_at)}</td>
-                                <td>{editable.then(|| view! { <button class="danger small" on:click=move |_| {
-                                    let ok = crate::components::confirmed(&format!("Remove the override of {}? Its customers route by the global percent again.", org_name.get_value()));
-                                    if ok { actions.remove.dispatch(RemoveOrgOverride { name: name.get_value(), org: org_name.get_value(), row_version: version }); }
-                                }>"Remove"</button> })}</td>
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
+            <Table rows=r.orgs.clone() class="grid compact"
+                columns=&["Org", "Percent", "Previous", "Changed"] actions=true let((org, e))>
+                {
+                    let org_name = StoredValue::new(org.clone());
+                    view! {
+                        <tr data-org=org.clone()>
+                            <th scope="row">{org.clone()}</th>
+                            <td>{format!("{}%", e.percent)}</td>
+                            <td>{format!("{}%", e.previous_percent)}</td>
+                            <td>{format_time(e.changed_at)}</td>
+                            <td>{editable.then(|| view! { <button class="danger small" on:click=move |_| {
+                                let ok = crate::components::confirmed(&format!("Remove the override of {}? Its customers route by the global percent again.", org_name.get_value()));
+                                if ok { actions.remove.dispatch(RemoveOrgOverride { name: name.get_value(), org: org_name.get_value(), row_version: version }); }
+                            }>"Remove"</button> })}</td>
+                        </tr>
+                    }
+                }
+            </Table>
             {editable.then(|| view! {
             <form class="form inline" on:submit=move |ev| {
                 ev.prevent_default();

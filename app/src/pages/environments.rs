@@ -7,7 +7,7 @@ use crate::api::error_text;
 use crate::api::fleet::{
     list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment, RevokeEnrollmentToken,
 };
-use crate::components::{current_env, use_env_name, use_session, Can, ErrorBox};
+use crate::components::{current_env, use_env_name, use_session, Can, ErrorBox, Loaded, Table};
 use crate::types::format_time;
 
 #[component]
@@ -41,61 +41,49 @@ pub fn EnvironmentsPage() -> impl IntoView {
     let token_label = RwSignal::new(String::new());
     view! {
         <h1>"Environments"</h1>
-        <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(None) => view! { <p class="empty">"No environment yet: create one below."</p> }.into_any(),
-                    Ok(Some((env, None))) => view! {
-                        <p class="empty">{format!("Enrollment tokens of {} are managed by its admins.", env.name)}</p>
-                    }.into_any(),
-                    Ok(Some((env, Some(tokens)))) => {
-                        let env_id = env.id.clone();
-                        view! {
-                            <section class="card">
-                                <h2>{format!("Enrollment tokens of {}", env.name)}</h2>
-                                <table class="grid">
-                                    <thead><tr>
-                                        <th scope="col">"Prefix"</th><th scope="col">"Label"</th>
-                                        <th scope="col">"Created"</th><th scope="col">"State"</th>
-                                        <th scope="col"><span class="sr-only">"Actions"</span></th>
-                                    </tr></thead>
-                                    <tbody>
-                                        {tokens.into_iter().map(|t| view! {
-                                            <tr>
-                                                <td class="mono">{format!("{}...", t.prefix)}</td>
-                                                <td>{t.label.clone()}</td>
-                                                <td>{format_time(t.created_at)}</td>
-                                                <td>{if t.revoked { "revoked" } else { "active" }}</td>
-                                                <td>{(!t.revoked).then(|| {
-                                                    let (id, prefix) = (t.id.clone(), t.prefix.clone());
-                                                    view! {
-                                                        <button class="danger small" on:click=move |_| {
-                                                            let ok = crate::components::confirmed(&format!("Revoke enrollment token {prefix}...? Agents can no longer enroll with it."));
-                                                            if ok { revoke.dispatch(RevokeEnrollmentToken { token_id: id.clone() }); }
-                                                        }>"Revoke"</button>
-                                                    }
-                                                })}</td>
-                                            </tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                                <form class="form inline" on:submit=move |ev| {
-                                    ev.prevent_default();
-                                    create_token.dispatch(CreateEnrollmentToken {
-                                        environment_id: env_id.clone(),
-                                        label: token_label.get_untracked(),
-                                    });
-                                }>
-                                    <label>"Label " <input bind:value=token_label placeholder="eu-west agents"/></label>
-                                    <button type="submit">"New enrollment token"</button>
-                                </form>
-                            </section>
-                        }.into_any()
-                    }
+        <Loaded resource=data let:loaded>
+            {match loaded {
+                None => view! { <p class="empty">"No environment yet: create one below."</p> }.into_any(),
+                Some((env, None)) => view! {
+                    <p class="empty">{format!("Enrollment tokens of {} are managed by its admins.", env.name)}</p>
+                }.into_any(),
+                Some((env, Some(tokens))) => {
+                    let env_id = env.id.clone();
+                    view! {
+                        <section class="card">
+                            <h2>{format!("Enrollment tokens of {}", env.name)}</h2>
+                            <Table rows=tokens columns=&["Prefix", "Label", "Created", "State"] actions=true let:t>
+                                <tr>
+                                    <td class="mono">{format!("{}...", t.prefix)}</td>
+                                    <td>{t.label.clone()}</td>
+                                    <td>{format_time(t.created_at)}</td>
+                                    <td>{if t.revoked { "revoked" } else { "active" }}</td>
+                                    <td>{(!t.revoked).then(|| {
+                                        let (id, prefix) = (t.id.clone(), t.prefix.clone());
+                                        view! {
+                                            <button class="danger small" on:click=move |_| {
+                                                let ok = crate::components::confirmed(&format!("Revoke enrollment token {prefix}...? Agents can no longer enroll with it."));
+                                                if ok { revoke.dispatch(RevokeEnrollmentToken { token_id: id.clone() }); }
+                                            }>"Revoke"</button>
+                                        }
+                                    })}</td>
+                                </tr>
+                            </Table>
+                            <form class="form inline" on:submit=move |ev| {
+                                ev.prevent_default();
+                                create_token.dispatch(CreateEnrollmentToken {
+                                    environment_id: env_id.clone(),
+                                    label: token_label.get_untracked(),
+                                });
+                            }>
+                                <label>"Label " <input bind:value=token_label placeholder="eu-west agents"/></label>
+                                <button type="submit">"New enrollment token"</button>
+                            </form>
+                        </section>
+                    }.into_any()
                 }
-            })}
-        </Transition>
+            }}
+        </Loaded>
         {move || create_token.value().get().map(|r| match r {
             Ok(token) => view! {
                 <div class="card ok" role="status">

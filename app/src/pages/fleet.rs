@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use crate::api::error_text;
 use crate::api::fleet::{fleet_nodes, RevokeNode};
 use crate::components::{
-    current_env, use_env_name, use_session, use_tick, ErrorBox, LabelChips, StatusBadge,
+    current_env, use_env_name, use_session, use_tick, ErrorBox, LabelChips, Loaded, StatusBadge,
+    Table,
 };
 use crate::types::{format_age, FleetView, NodeView};
 
@@ -18,30 +19,28 @@ pub fn FleetPage() -> impl IntoView {
     let revoke = ServerAction::<RevokeNode>::new();
     let fleet = Resource::new(
         move || (env_name.get(), tick.get(), revoke.version().get()),
-        |(name, _, _)| async move {
-            match current_env(name).await? {
-                Some(env) => fleet_nodes(env.id.clone()).await.map(|f| Some((env, f))),
-                None => Ok(None),
-            }
+        move |(name, _, _)| async move {
+            let Some(env) = current_env(name).await? else {
+                return Ok(None);
+            };
+            let f = fleet_nodes(env.id.clone()).await?;
+            // Revoking a node is an admin's call; everyone else sees the fleet.
+            let admin = session.roles().await.can("admin", &env.id);
+            Ok(Some((env, f, admin)))
         },
     );
     view! {
         <h1>"Fleet"</h1>
-        <Transition fallback=|| view! { <p class="muted">"Loading fleet..."</p> }>
-            {move || Suspend::new(async move {
-                match fleet.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(None) => view! {
-                        <p class="empty">"No environment yet. Create one under Environments."</p>
-                    }.into_any(),
-                    Ok(Some((env, f))) => {
-                        // Revoking a node is an admin's call; everyone else sees the fleet.
-                        let revoke = session.roles().await.can("admin", &env.id).then_some(revoke);
-                        view! { <FleetTable env=env.name f revoke/> }.into_any()
-                    }
+        <Loaded resource=fleet loading="Loading fleet..." let:loaded>
+            {match loaded {
+                None => view! {
+                    <p class="empty">"No environment yet. Create one under Environments."</p>
+                }.into_any(),
+                Some((env, f, admin)) => {
+                    view! { <FleetTable env=env.name f revoke=admin.then_some(revoke)/> }.into_any()
                 }
-            })}
-        </Transition>
+            }}
+        </Loaded>
         {move || revoke.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
     }
 }
@@ -54,36 +53,22 @@ fn FleetTable(
 ) -> impl IntoView {
     let count = f.nodes.len();
     let healthy = f.nodes.iter().filter(|n| n.status == "HEALTHY").count();
-    if f.nodes.is_empty() {
-        return view! {
-            <p class="empty">
-                "No nodes in " {env.clone()} " yet. Start an agent with an enrollment token of this environment."
+    let summary = (count > 0).then(|| {
+        view! {
+            <p class="summary" data-testid="fleet-summary">
+                {format!("{count} nodes in {env}, {healthy} healthy")}
             </p>
         }
-        .into_any();
-    }
+    });
     view! {
-        <p class="summary" data-testid="fleet-summary">
-            {format!("{count} nodes in {env}, {healthy} healthy")}
-        </p>
-        <table class="grid" data-testid="fleet-table">
-            <thead>
-                <tr>
-                    <th scope="col">"Node"</th>
-                    <th scope="col">"Status"</th>
-                    <th scope="col">"Labels"</th>
-                    <th scope="col">"Last seen"</th>
-                    <th scope="col">"Agent"</th>
-                    <th scope="col">"Pipelines"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {f.nodes.into_iter().map(|n| view! { <NodeRow n revoke/> }).collect_view()}
-            </tbody>
-        </table>
+        {summary}
+        <Table rows=f.nodes testid="fleet-table"
+            columns=&["Node", "Status", "Labels", "Last seen", "Agent", "Pipelines"] actions=true
+            empty=format!("No nodes in {env} yet. Start an agent with an enrollment token of this environment.")
+            let:n>
+            <NodeRow n revoke/>
+        </Table>
     }
-    .into_any()
 }
 
 #[component]

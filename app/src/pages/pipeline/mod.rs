@@ -5,15 +5,14 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::error_text;
 use crate::api::pipelines::{diff_versions, get_pipeline, DeployPipeline};
 
 mod deploy;
 mod history;
 mod rollout;
 
-use crate::components::{use_session, use_tick, ErrorBox, LabelChips, StatusBadge};
-use crate::types::{format_time, DiffView, PipelineDetail, PipelineNodeView, VersionView};
+use crate::components::{use_session, use_tick, LabelChips, Loaded, StatusBadge, Table};
+use crate::types::{format_time, DiffView, PipelineDetail, PipelineNodeView};
 use deploy::DeployForm;
 use history::History;
 use rollout::{RolloutActions, RolloutView};
@@ -55,36 +54,22 @@ pub fn PipelinePage() -> impl IntoView {
     let can_deploy = Resource::new(
         move || id.get(),
         move |id| async move {
-            let env = get_pipeline(id).await.ok()?.environment.id;
-            Some(session.roles().await.can("editor", &env))
+            let env = get_pipeline(id).await?.environment.id;
+            Ok(session.roles().await.can("editor", &env))
         },
     );
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading pipeline..."</p> }>
-            {move || Suspend::new(async move {
-                match detail.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(d) => view! {
-                        <PipelineHeader d=d.clone()/>
-                        <RolloutView d=d.clone() actions/>
-                        <NodesTable nodes=d.nodes.clone()/>
-                    }.into_any(),
-                }
-            })}
-        </Transition>
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                (can_deploy.await == Some(true)).then(|| view! { <DeployForm id deploy detail/> })
-            })}
-        </Transition>
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                match detail.await {
-                    Err(_) => ().into_any(),
-                    Ok(d) => view! { <Versions d/> }.into_any(),
-                }
-            })}
-        </Transition>
+        <Loaded resource=detail loading="Loading pipeline..." let:d>
+            <PipelineHeader d=d.clone()/>
+            <RolloutView d=d.clone() actions/>
+            <NodesTable nodes=d.nodes.clone()/>
+        </Loaded>
+        <Loaded resource=can_deploy hide_loading=true hide_errors=true let:can>
+            {can.then(|| view! { <DeployForm id deploy detail/> })}
+        </Loaded>
+        <Loaded resource=detail hide_loading=true hide_errors=true let:d>
+            <Versions d/>
+        </Loaded>
         <DiffPanel diff lines/>
         <History id refresh=Signal::derive(move || changes.get())/>
     }
@@ -112,41 +97,31 @@ fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
     }
     view! {
         <h2>"Nodes"</h2>
-        <table class="grid" data-testid="pipeline-nodes">
-            <thead><tr>
-                <th scope="col">"Node"</th>
-                <th scope="col">"Agent"</th>
-                <th scope="col">"Served"</th>
-                <th scope="col">"Running"</th>
-                <th scope="col">"Process"</th>
-                <th scope="col">"Events in"</th>
-                <th scope="col">"Errors"</th>
-            </tr></thead>
-            <tbody>
-                {nodes.into_iter().map(|n| {
-                    let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
-                    let running_attr = running.clone();
-                    let served = match n.served_version {
-                        Some(v) => format!("v{v} ({})", n.served.label()),
-                        None => n.served.label().to_string(),
-                    };
-                    view! {
-                        <tr data-node=n.node_name.clone() data-running=running_attr>
-                            <th scope="row">{n.node_name.clone()}</th>
-                            <td><StatusBadge status=n.node_status.clone()/></td>
-                            <td>{served}</td>
-                            <td>{running}</td>
-                            <td>{match n.process_status.clone() {
-                                Some(s) => view! { <StatusBadge status=s/> }.into_any(),
-                                None => view! { <span class="muted">"-"</span> }.into_any(),
-                            }}</td>
-                            <td class="num">{n.events_in}</td>
-                            <td class="num">{n.errors_total}</td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
+        <Table rows=nodes testid="pipeline-nodes"
+            columns=&["Node", "Agent", "Served", "Running", "Process", "Events in", "Errors"] let:n>
+            {
+                let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
+                let running_attr = running.clone();
+                let served = match n.served_version {
+                    Some(v) => format!("v{v} ({})", n.served.label()),
+                    None => n.served.label().to_string(),
+                };
+                view! {
+                    <tr data-node=n.node_name.clone() data-running=running_attr>
+                        <th scope="row">{n.node_name.clone()}</th>
+                        <td><StatusBadge status=n.node_status.clone()/></td>
+                        <td>{served}</td>
+                        <td>{running}</td>
+                        <td>{match n.process_status.clone() {
+                            Some(s) => view! { <StatusBadge status=s/> }.into_any(),
+                            None => view! { <span class="muted">"-"</span> }.into_any(),
+                        }}</td>
+                        <td class="num">{n.events_in}</td>
+                        <td class="num">{n.errors_total}</td>
+                    </tr>
+                }
+            }
+        </Table>
     }
     .into_any()
 }
@@ -163,30 +138,21 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
     if d.versions.is_empty() {
         return view! { <p class="empty">"No versions yet: deploy a config above."</p> }.into_any();
     }
+    let deployed = d.pipeline.deployed_version;
     view! {
         <h2>"Versions"</h2>
-        <table class="grid" data-testid="versions">
-            <thead><tr>
-                <th scope="col">"Version"</th>
-                <th scope="col">"Changelog"</th>
-                <th scope="col">"Author"</th>
-                <th scope="col">"Created"</th>
-                <th scope="col">"Checksum"</th>
-            </tr></thead>
-            <tbody>
-                {d.versions.into_iter().map(|v: VersionView| view! {
-                    <tr>
-                        <th scope="row">{format!("v{}", v.version)}
-                            {(Some(v.version) == d.pipeline.deployed_version).then(|| view! { " " <span class="badge badge-deployed">"DEPLOYED"</span> })}
-                        </th>
-                        <td>{v.changelog.clone()}</td>
-                        <td>{v.author.clone()}</td>
-                        <td>{format_time(v.created_at)}</td>
-                        <td class="mono small">{v.checksum[..12.min(v.checksum.len())].to_string()}</td>
-                    </tr>
-                }).collect_view()}
-            </tbody>
-        </table>
+        <Table rows=d.versions testid="versions"
+            columns=&["Version", "Changelog", "Author", "Created", "Checksum"] let:v>
+            <tr>
+                <th scope="row">{format!("v{}", v.version)}
+                    {(Some(v.version) == deployed).then(|| view! { " " <span class="badge badge-deployed">"DEPLOYED"</span> })}
+                </th>
+                <td>{v.changelog.clone()}</td>
+                <td>{v.author.clone()}</td>
+                <td>{format_time(v.created_at)}</td>
+                <td class="mono small">{v.checksum[..12.min(v.checksum.len())].to_string()}</td>
+            </tr>
+        </Table>
     }
     .into_any()
 }
@@ -195,36 +161,38 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
 #[component]
 fn DiffPanel(diff: DiffChoice, lines: Resource<Result<DiffView, ServerFnError>>) -> impl IntoView {
     view! {
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                match lines.await {
-                    Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                    Ok(dv) if dv.versions.is_empty() => ().into_any(),
-                    Ok(dv) => {
-                        let options = |selected: i64| {
-                            dv.versions
-                                .iter()
-                                .map(|n| view! { <option value=n.to_string() selected=*n == selected>{format!("v{n}")}</option> })
-                                .collect_view()
-                        };
-                        view! {
-                            <section class="card" aria-label="Diff">
-                                <h3>"Diff"</h3>
-                                <div class="pickers">
-                                    <label>"From" <select on:change=move |ev| diff.from.set(event_target_value(&ev).parse().ok())>{options(dv.from)}</select></label>
-                                    <label>"To" <select on:change=move |ev| diff.to.set(event_target_value(&ev).parse().ok())>{options(dv.to)}</select></label>
-                                </div>
-                                <pre class="diff" data-testid="diff">
-                                    {dv.lines.into_iter().map(|l| {
-                                        let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
-                                        view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
-                                    }).collect_view()}
-                                </pre>
-                            </section>
-                        }.into_any()
-                    }
-                }
-            })}
-        </Transition>
+        <Loaded resource=lines hide_loading=true let:dv>
+            <DiffCard dv diff/>
+        </Loaded>
     }
+}
+
+/// The version pickers and the diff lines; nothing before there are two versions to compare.
+#[component]
+fn DiffCard(dv: DiffView, diff: DiffChoice) -> impl IntoView {
+    if dv.versions.is_empty() {
+        return ().into_any();
+    }
+    let options = |selected: i64| {
+        dv.versions
+            .iter()
+            .map(|n| view! { <option value=n.to_string() selected=*n == selected>{format!("v{n}")}</option> })
+            .collect_view()
+    };
+    view! {
+        <section class="card" aria-label="Diff">
+            <h3>"Diff"</h3>
+            <div class="pickers">
+                <label>"From" <select on:change=move |ev| diff.from.set(event_target_value(&ev).parse().ok())>{options(dv.from)}</select></label>
+                <label>"To" <select on:change=move |ev| diff.to.set(event_target_value(&ev).parse().ok())>{options(dv.to)}</select></label>
+            </div>
+            <pre class="diff" data-testid="diff">
+                {dv.lines.into_iter().map(|l| {
+                    let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
+                    view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
+                }).collect_view()}
+            </pre>
+        </section>
+    }
+    .into_any()
 }

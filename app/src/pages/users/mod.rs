@@ -11,7 +11,7 @@ use crate::api::accounts::{
 };
 use crate::api::error_text;
 use crate::api::fleet::list_environments;
-use crate::components::{Can, ErrorBox};
+use crate::components::{Can, ErrorBox, Loaded, Table};
 use crate::types::{format_time, EnvironmentView};
 use tokens::ApiTokens;
 
@@ -64,21 +64,19 @@ pub fn UsersPage() -> impl IntoView {
                 actions.grants.version().get(),
             )
         },
-        |_| list_users(),
+        // The environments name the users' grants (their ids when they cannot be listed).
+        move |_| async move {
+            let users = list_users().await?;
+            Ok((users, envs.await.unwrap_or_default()))
+        },
     );
     view! {
         <h1>"Users and API tokens"</h1>
         <section aria-labelledby="users-title">
             <h2 id="users-title">"Users"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-                {move || Suspend::new(async move {
-                    let envs = envs.await.unwrap_or_default();
-                    match users.await {
-                        Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                        Ok(users) => view! { <UsersTable users envs actions/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded resource=users let((users, envs))>
+                <UsersTable users envs actions/>
+            </Loaded>
             {move || actions.disable.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
             {move || actions.grants.value().get().map(|r| match r {
                 Ok(u) => view! { <p class="ok" role="status">{format!("Roles of {} saved.", u.email)}</p> }.into_any(),
@@ -93,11 +91,9 @@ pub fn UsersPage() -> impl IntoView {
                 Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
             })}
             <Can role="admin" env="*">
-                <Transition fallback=|| ()>
-                    {move || Suspend::new(async move {
-                        envs.await.ok().map(|envs| view! { <NewUserForm envs create/> })
-                    })}
-                </Transition>
+                <Loaded resource=envs hide_loading=true hide_errors=true let:envs>
+                    <NewUserForm envs create/>
+                </Loaded>
             </Can>
         </section>
         <ApiTokens envs/>
@@ -111,18 +107,10 @@ fn UsersTable(
     actions: UserActions,
 ) -> impl IntoView {
     view! {
-        <table class="grid" data-testid="users-table">
-            <thead><tr>
-                <th scope="col">"Email"</th>
-                <th scope="col">"Roles"</th>
-                <th scope="col">"State"</th>
-                <th scope="col">"Created"</th>
-                <th scope="col"><span class="sr-only">"Actions"</span></th>
-            </tr></thead>
-            <tbody>
-                {users.into_iter().map(|u| view! { <UserRow u envs=envs.clone() actions/> }).collect_view()}
-            </tbody>
-        </table>
+        <Table rows=users testid="users-table"
+            columns=&["Email", "Roles", "State", "Created"] actions=true let:u>
+            <UserRow u envs=envs.clone() actions/>
+        </Table>
     }
 }
 

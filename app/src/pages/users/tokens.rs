@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use super::{environment_label, environment_options, Environments};
 use crate::api::accounts::{list_api_tokens, ApiTokenView, CreateApiToken, RevokeApiToken};
 use crate::api::error_text;
-use crate::components::{Can, ErrorBox};
+use crate::components::{AsyncTable, Can, ErrorBox, Loaded};
 use crate::types::{format_time, EnvironmentView};
 
 #[component]
@@ -15,7 +15,18 @@ pub fn ApiTokens(envs: Environments) -> impl IntoView {
     let revoke = ServerAction::<RevokeApiToken>::new();
     let tokens = Resource::new(
         move || (create.version().get(), revoke.version().get()),
-        |_| list_api_tokens(),
+        // Each token with the name of its environment.
+        move |_| async move {
+            let tokens = list_api_tokens().await?;
+            let envs = envs.await.unwrap_or_default();
+            Ok(tokens
+                .into_iter()
+                .map(|t| {
+                    let env = environment_label(&envs, &t.environment_id);
+                    (t, env)
+                })
+                .collect::<Vec<_>>())
+        },
     );
     view! {
         <section aria-labelledby="tokens-title">
@@ -24,23 +35,16 @@ pub fn ApiTokens(envs: Environments) -> impl IntoView {
                 "For automation: send " <code>"Authorization: Bearer <token>"</code>
                 ". An edge-config token only reads " <code>"GET /api/edge-config"</code> "."
             </p>
-            <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-                {move || Suspend::new(async move {
-                    let envs = envs.await.unwrap_or_default();
-                    match tokens.await {
-                        Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                        Ok(t) if t.is_empty() => view! { <p class="empty">"No API tokens yet."</p> }.into_any(),
-                        Ok(t) => view! { <TokensTable tokens=t envs revoke/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <AsyncTable resource=tokens testid="api-tokens"
+                columns=&["Name", "Prefix", "Environment", "Role", "Created by", "Created", "Last used", "State"]
+                actions=true empty="No API tokens yet." let((t, env))>
+                <TokenRow t env revoke/>
+            </AsyncTable>
             {move || revoke.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
             <Can role="admin" env="*">
-                <Transition fallback=|| ()>
-                    {move || Suspend::new(async move {
-                        envs.await.ok().map(|envs| view! { <NewTokenForm envs create/> })
-                    })}
-                </Transition>
+                <Loaded resource=envs hide_loading=true hide_errors=true let:envs>
+                    <NewTokenForm envs create/>
+                </Loaded>
             </Can>
             {move || create.value().get().map(|r| match r {
                 Ok(token) => view! {
@@ -55,45 +59,27 @@ pub fn ApiTokens(envs: Environments) -> impl IntoView {
     }
 }
 
+/// One API token, `env` naming its environment.
 #[component]
-fn TokensTable(
-    tokens: Vec<ApiTokenView>,
-    envs: Vec<EnvironmentView>,
-    revoke: ServerAction<RevokeApiToken>,
-) -> impl IntoView {
+fn TokenRow(t: ApiTokenView, env: String, revoke: ServerAction<RevokeApiToken>) -> impl IntoView {
+    let (id, name) = (t.id.clone(), t.name.clone());
     view! {
-        <table class="grid" data-testid="api-tokens">
-            <thead><tr>
-                <th scope="col">"Name"</th><th scope="col">"Prefix"</th>
-                <th scope="col">"Environment"</th><th scope="col">"Role"</th>
-                <th scope="col">"Created by"</th><th scope="col">"Created"</th>
-                <th scope="col">"Last used"</th><th scope="col">"State"</th>
-                <th scope="col"><span class="sr-only">"Actions"</span></th>
-            </tr></thead>
-            <tbody>
-                {tokens.into_iter().map(|t| {
-                    let (id, name) = (t.id.clone(), t.name.clone());
-                    view! {
-                        <tr data-token=t.name.clone()>
-                            <th scope="row">{t.name.clone()}</th>
-                            <td class="mono">{format!("{}...", t.prefix)}</td>
-                            <td>{environment_label(&envs, &t.environment_id)}</td>
-                            <td>{t.role.clone()}</td>
-                            <td>{t.created_by.clone()}</td>
-                            <td>{format_time(t.created_at)}</td>
-                            <td>{t.last_used_at.map(format_time).unwrap_or_else(|| "never".into())}</td>
-                            <td>{if t.revoked { "revoked" } else { "active" }}</td>
-                            <td>{(!t.revoked).then(|| view! {
-                                <button class="danger small" aria-label=format!("Revoke API token {name}") on:click=move |_| {
-                                    let ok = crate::components::confirmed(&format!("Revoke API token {name}? Its next request is refused."));
-                                    if ok { revoke.dispatch(RevokeApiToken { token_id: id.clone() }); }
-                                }>"Revoke"</button>
-                            })}</td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
+        <tr data-token=t.name.clone()>
+            <th scope="row">{t.name.clone()}</th>
+            <td class="mono">{format!("{}...", t.prefix)}</td>
+            <td>{env}</td>
+            <td>{t.role.clone()}</td>
+            <td>{t.created_by.clone()}</td>
+            <td>{format_time(t.created_at)}</td>
+            <td>{t.last_used_at.map(format_time).unwrap_or_else(|| "never".into())}</td>
+            <td>{if t.revoked { "revoked" } else { "active" }}</td>
+            <td>{(!t.revoked).then(|| view! {
+                <button class="danger small" aria-label=format!("Revoke API token {name}") on:click=move |_| {
+                    let ok = crate::components::confirmed(&format!("Revoke API token {name}? Its next request is refused."));
+                    if ok { revoke.dispatch(RevokeApiToken { token_id: id.clone() }); }
+                }>"Revoke"</button>
+            })}</td>
+        </tr>
     }
 }
 
