@@ -41,7 +41,7 @@ pub struct NodeView {
     pub kind: String,
     pub labels: Labels,
     pub operator_labels: Labels,
-    pub status: String,
+    pub status: vf_rules::NodeStatus,
     pub agent_version: Option<String>,
     /// How long ago the node last spoke, as of `FleetView::now`; None if never.
     pub last_seen_age_ms: Option<i64>,
@@ -90,7 +90,7 @@ pub struct PipelineNodeView {
     pub labels: Labels,
     /// Whether the pipeline's nodeSelector admits the node (the release fleet).
     pub admitted: bool,
-    pub node_status: String,
+    pub node_status: vf_rules::NodeStatus,
     pub served: vf_rules::ServedKind,
     pub served_version: Option<i64>,
     pub running_version: Option<i64>,

@@ -48,8 +48,6 @@ pub enum AuditAction {
     ReleaseRefused,
     /// `pipeline.create`.
     PipelineCreate,
-    /// `pipeline.node_selector`: which nodes receive the pipeline changed.
-    PipelineNodeSelector,
     /// `pipeline.deploy`: a direct deploy of a new version.
     PipelineDeploy,
     /// `node.enroll`: an agent enrolled (vf-agent) or registered (OpAMP).
@@ -100,7 +98,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 31] = {
+    pub const ALL: [AuditAction; 30] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -110,7 +108,6 @@ impl AuditAction {
             ReleaseComplete,
             ReleaseRefused,
             PipelineCreate,
-            PipelineNodeSelector,
             PipelineDeploy,
             NodeEnroll,
             NodeLabels,
@@ -148,7 +145,6 @@ impl AuditAction {
             ReleaseComplete => "release.complete",
             ReleaseRefused => "release.refused",
             PipelineCreate => "pipeline.create",
-            PipelineNodeSelector => "pipeline.node_selector",
             PipelineDeploy => "pipeline.deploy",
             NodeEnroll => "node.enroll",
             NodeLabels => "node.labels",
@@ -182,7 +178,7 @@ impl AuditAction {
         match self {
             ReleaseCreate | ReleaseAdvance | ReleaseHold | ReleaseRollback | ReleaseComplete
             | ReleaseRefused => "release",
-            PipelineCreate | PipelineNodeSelector | PipelineDeploy => "pipeline",
+            PipelineCreate | PipelineDeploy => "pipeline",
             NodeEnroll | NodeLabels | NodeRevoke => "node",
             NodeGroupCreate | NodeGroupDelete => "node_group",
             EnvironmentCreate => "environment",
@@ -269,12 +265,11 @@ impl std::ops::DerefMut for Audited {
 /// The advisory lock key serialising appenders on PostgreSQL ("vf-audit" in ASCII).
 const CHAIN_LOCK: i64 = 0x7666_2d61_7564_6974;
 
-/// Appends an entry inside the caller's transaction, so the action and its record commit
-/// together or not at all ([`begin`] and [`Audited::commit`] do this for the usual "write,
-/// record, commit"; call this directly when a transaction records conditionally). The row is chained to the newest one; on PostgreSQL a
-/// transaction-scoped advisory lock keeps concurrent appenders from forking the chain (it is
-/// held until the caller commits), on SQLite the single connection already serialises them.
-pub async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -> Result<()> {
+/// Appends an entry inside the transaction of [`Audited::commit`], so the action and its
+/// record commit together or not at all. The row is chained to the newest one; on PostgreSQL
+/// a transaction-scoped advisory lock keeps concurrent appenders from forking the chain (it
+/// is held until the commit), on SQLite the single writer already serialises them.
+async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -> Result<()> {
     if conn.backend_name() == "PostgreSQL" {
         sqlx::query(sql!("SELECT pg_advisory_xact_lock({CHAIN_LOCK})"))
             .execute(&mut *conn)
@@ -463,7 +458,7 @@ pub struct VerifyReport {
     pub broken: Option<ChainBreak>,
 }
 
-const COLUMNS: &str = "seq, id, at, actor, action, target_kind, target_id, environment_id, details, ip, prev_hash, hash";
+pub(crate) const COLUMNS: &str = "seq, id, at, actor, action, target_kind, target_id, environment_id, details, ip, prev_hash, hash";
 
 /// Reads the whole log in seq order and checks its chain.
 pub async fn verify(db: &crate::Db) -> Result<VerifyReport> {
@@ -559,23 +554,6 @@ pub async fn list(db: &crate::Db, filter: &AuditFilter, limit: i64) -> Result<Ve
     Ok(q.bind(limit.clamp(1, MAX_LIST)).fetch_all(&db.pool).await?)
 }
 
-/// The newest events for one target (pipeline, release...), newest first.
-pub async fn for_target(
-    db: &crate::Db,
-    target_kind: &str,
-    target_id: &str,
-    limit: i64,
-) -> Result<Vec<AuditRow>> {
-    Ok(sqlx::query_as::<_, AuditRow>(sql!(
-        "SELECT {COLUMNS} FROM audit_events WHERE target_kind = $1 AND target_id = $2 ORDER BY seq DESC LIMIT $3"
-    ))
-    .bind(target_kind)
-    .bind(target_id)
-    .bind(limit)
-    .fetch_all(&db.pool)
-    .await?)
-}
-
 /// The newest events about any object of one kind (e.g. every rollout), newest first.
 pub async fn for_kind(db: &crate::Db, target_kind: &str, limit: i64) -> Result<Vec<AuditRow>> {
     Ok(sqlx::query_as::<_, AuditRow>(sql!(
@@ -632,7 +610,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 31] = {
+    const SPELLED: [(AuditAction, &str); 30] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -642,7 +620,6 @@ mod tests {
             (ReleaseComplete, "release.complete"),
             (ReleaseRefused, "release.refused"),
             (PipelineCreate, "pipeline.create"),
-            (PipelineNodeSelector, "pipeline.node_selector"),
             (PipelineDeploy, "pipeline.deploy"),
             (NodeEnroll, "node.enroll"),
             (NodeLabels, "node.labels"),

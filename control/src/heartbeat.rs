@@ -342,18 +342,6 @@ pub struct MinuteRow {
     pub errors: i64,
 }
 
-/// A pipeline's per-minute aggregates from `since` on, oldest first.
-pub async fn pipeline_minutes(db: &Db, pipeline_id: &str, since: i64) -> Result<Vec<MinuteRow>> {
-    Ok(sqlx::query_as::<_, MinuteRow>(
-        "SELECT minute, events_in, events_out, errors FROM pipeline_metrics
-         WHERE pipeline_id = $1 AND minute >= $2 ORDER BY minute",
-    )
-    .bind(pipeline_id)
-    .bind(since)
-    .fetch_all(&db.pool)
-    .await?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

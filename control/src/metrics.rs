@@ -46,9 +46,12 @@ pub struct InputLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct FieldLabels {
+pub struct UnreadableLabels {
     /// The stored column that did not parse: status, plan, planless, stages, current_stage.
     pub field: String,
+    /// Who read it, and so what followed: `fencing` (every node served the previous
+    /// version), `scheduler` (not judged), `view` (shown as unreadable), `action` (refused).
+    pub reader: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -75,7 +78,7 @@ pub struct Metrics {
     /// operator's action was refused; never retried silently.
     pub gate_input_errors: Family<InputLabels, Counter>,
     /// Reads of a stored release whose state does not parse (fencing, views, actions).
-    pub release_state_unreadable: Family<FieldLabels, Counter>,
+    pub release_state_unreadable: Family<UnreadableLabels, Counter>,
     registry: std::sync::Arc<Registry>,
 }
 
@@ -92,7 +95,7 @@ impl Default for Metrics {
         let sign_ins = Family::<SignInLabels, Counter>::default();
         let counter_deltas_clamped = Counter::default();
         let gate_input_errors = Family::<InputLabels, Counter>::default();
-        let release_state_unreadable = Family::<FieldLabels, Counter>::default();
+        let release_state_unreadable = Family::<UnreadableLabels, Counter>::default();
         let mut registry = Registry::with_prefix("vectorflow");
         registry.register(
             "gate_results",
@@ -199,10 +202,11 @@ impl Metrics {
             .inc();
     }
 
-    pub fn release_state_unreadable(&self, field: &str) {
+    pub fn release_state_unreadable(&self, field: &str, reader: &str) {
         self.release_state_unreadable
-            .get_or_create(&FieldLabels {
+            .get_or_create(&UnreadableLabels {
                 field: field.to_string(),
+                reader: reader.to_string(),
             })
             .inc();
     }

@@ -88,11 +88,19 @@ fn parse_changelog(changelog: &str) -> Result<String> {
 }
 
 pub async fn list_pipelines(db: &Db, environment_id: &str) -> Result<Vec<PipelineRow>> {
+    pipelines_in(&db.pool, environment_id).await
+}
+
+/// An environment's pipelines by name, through `conn` (the pool, or a snapshot).
+pub(crate) async fn pipelines_in(
+    conn: impl sqlx::AnyExecutor<'_>,
+    environment_id: &str,
+) -> Result<Vec<PipelineRow>> {
     Ok(sqlx::query_as::<_, PipelineRow>(crate::sql!(
         "SELECT {PIPELINE_COLUMNS} FROM pipelines WHERE environment_id = $1 ORDER BY name"
     ))
     .bind(environment_id)
-    .fetch_all(&db.pool)
+    .fetch_all(conn)
     .await?)
 }
 
@@ -154,48 +162,6 @@ pub async fn create_pipeline(
     get_pipeline(db, &id).await
 }
 
-/// Changes which nodes receive the pipeline. Refused while a release is in flight: the
-/// release's fleet was fixed when it started.
-pub async fn set_node_selector(
-    db: &Db,
-    actor: &Actor,
-    pipeline_id: &str,
-    node_selector: Labels,
-    now: i64,
-) -> Result<PipelineRow> {
-    let selector = parse_labels("nodeSelector", node_selector)?;
-    let pipeline = get_pipeline(db, pipeline_id).await?;
-    refuse_if_release_in_flight(&db.pool, pipeline_id, "change the node selector").await?;
-    let mut tx = audit::begin(db).await?;
-    let done = sqlx::query(
-        "UPDATE pipelines SET node_selector = $1, updated_at = $2, row_version = row_version + 1
-         WHERE id = $3 AND row_version = $4",
-    )
-    .bind(serde_json::to_string(&selector)?)
-    .bind(now)
-    .bind(pipeline_id)
-    .bind(pipeline.row_version)
-    .execute(&mut *tx)
-    .await?;
-    if done.rows_affected() != 1 {
-        return Err(ControlError::Conflict(
-            "the pipeline changed meanwhile; reload and try again".into(),
-        ));
-    }
-    tx.commit(
-        now,
-        AuditEntry {
-            actor,
-            action: AuditAction::PipelineNodeSelector,
-            target_id: pipeline_id,
-            environment_id: Some(&pipeline.environment_id),
-            details: json!({ "before": pipeline.node_selector(), "after": selector }),
-        },
-    )
-    .await?;
-    get_pipeline(db, pipeline_id).await
-}
-
 pub async fn list_versions(db: &Db, pipeline_id: &str) -> Result<Vec<VersionRow>> {
     Ok(sqlx::query_as::<_, VersionRow>(crate::sql!(
         "SELECT {VERSION_COLUMNS} FROM pipeline_versions WHERE pipeline_id = $1 ORDER BY version DESC"
@@ -206,12 +172,21 @@ pub async fn list_versions(db: &Db, pipeline_id: &str) -> Result<Vec<VersionRow>
 }
 
 pub async fn get_version(db: &Db, pipeline_id: &str, version: i64) -> Result<VersionRow> {
+    version_in(&db.pool, pipeline_id, version).await
+}
+
+/// One version of a pipeline, through `conn` (the pool, or a snapshot).
+pub(crate) async fn version_in(
+    conn: impl sqlx::AnyExecutor<'_>,
+    pipeline_id: &str,
+    version: i64,
+) -> Result<VersionRow> {
     sqlx::query_as::<_, VersionRow>(crate::sql!(
         "SELECT {VERSION_COLUMNS} FROM pipeline_versions WHERE pipeline_id = $1 AND version = $2"
     ))
     .bind(pipeline_id)
     .bind(version)
-    .fetch_optional(&db.pool)
+    .fetch_optional(conn)
     .await?
     .ok_or_else(|| ControlError::NotFound(format!("version {version} of pipeline {pipeline_id}")))
 }

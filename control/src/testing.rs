@@ -1,7 +1,10 @@
-//! Test databases: a temporary SQLite file, or a fresh uniquely named PostgreSQL database
-//! created through `VF_TEST_POSTGRES_URL` (set by `scripts/postgres.sh` via `make test`).
+//! Test support: databases (a temporary SQLite file, or a fresh uniquely named PostgreSQL
+//! database created through `VF_TEST_POSTGRES_URL`, set by `scripts/postgres.sh` via
+//! `make test`) and reads that only tests make.
 
-use crate::Db;
+use crate::audit::{AuditRow, COLUMNS as AUDIT_COLUMNS};
+use crate::heartbeat::MinuteRow;
+use crate::{sql, Db, Result};
 
 /// A database that lives as long as this value (the SQLite file is deleted on drop).
 pub struct TestDb {
@@ -45,4 +48,34 @@ impl TestDb {
     pub async fn connect(&self) -> Db {
         Db::connect(&self.url).await.expect("connect test database")
     }
+}
+
+/// The newest audit events of one target (pipeline, release...), newest first.
+pub async fn audit_for_target(
+    db: &Db,
+    target_kind: &str,
+    target_id: &str,
+    limit: i64,
+) -> Result<Vec<AuditRow>> {
+    Ok(sqlx::query_as::<_, AuditRow>(sql!(
+        "SELECT {AUDIT_COLUMNS} FROM audit_events WHERE target_kind = $1 AND target_id = $2
+         ORDER BY seq DESC LIMIT $3"
+    ))
+    .bind(target_kind)
+    .bind(target_id)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+/// A pipeline's per-minute aggregates from `since` on, oldest first.
+pub async fn pipeline_minutes(db: &Db, pipeline_id: &str, since: i64) -> Result<Vec<MinuteRow>> {
+    Ok(sqlx::query_as::<_, MinuteRow>(
+        "SELECT minute, events_in, events_out, errors FROM pipeline_metrics
+         WHERE pipeline_id = $1 AND minute >= $2 ORDER BY minute",
+    )
+    .bind(pipeline_id)
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?)
 }

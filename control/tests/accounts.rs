@@ -431,7 +431,7 @@ async fn two_admins_demoting_each_other_at_once_leave_one_admin(db: TestDb) {
 
 /// How many `action` entries the log holds about one object.
 async fn entries(db: &vf_control::Db, kind: &str, id: &str, action: &str) -> usize {
-    audit::for_target(db, kind, id, 100)
+    vf_control::testing::audit_for_target(db, kind, id, 100)
         .await
         .unwrap()
         .iter()
@@ -594,5 +594,64 @@ async fn two_admins_demoting_each_other_at_once_leave_one_admin_on_postgres() {
     // A race: run it often enough that, without the lock, both demotions would win.
     for _ in 0..10 {
         two_admins_demoting_each_other_at_once_leave_one_admin(TestDb::postgres().await).await;
+    }
+}
+
+/// Two replicas starting together on one database register the same bootstrap values at the
+/// same moment: both starts succeed and each value is registered once.
+async fn replicas_starting_together_register_each_bootstrap_token_once(db: TestDb) {
+    let (a, _) = control(&db).await;
+    let (b, _) = control(&db).await;
+    let system = Actor::system("system");
+    let env = fleet::ensure_environment(&a.db, "prod", T0).await.unwrap();
+    let start = |ctl: &Control| {
+        let (ctl, system, env_id) = (ctl.clone(), system.clone(), env.id.clone());
+        tokio::spawn(async move {
+            let api = accounts::create_api_token(
+                &ctl.db,
+                &system,
+                "bootstrap",
+                ALL_ENVIRONMENTS,
+                TokenRole::Role(Role::Admin),
+                Some("vfa_racing-bootstrap-value-01"),
+                T0,
+            )
+            .await
+            .map(|(row, _)| row.id);
+            let enrollment = fleet::create_enrollment_token(
+                &ctl.db,
+                &system,
+                &env_id,
+                Some("vfe_racing-bootstrap-value-01"),
+                "bootstrap",
+                T0,
+            )
+            .await
+            .map(|(row, _)| row.id);
+            (api, enrollment)
+        })
+    };
+    let (first, second) = (start(&a), start(&b));
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert_eq!(first.0.unwrap(), second.0.unwrap(), "one API token row");
+    assert_eq!(
+        first.1.unwrap(),
+        second.1.unwrap(),
+        "one enrollment token row"
+    );
+    assert_eq!(accounts::list_api_tokens(&a.db).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn replicas_starting_together_register_each_bootstrap_token_once_on_sqlite() {
+    replicas_starting_together_register_each_bootstrap_token_once(TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_register_each_bootstrap_token_once_on_postgres() {
+    // A race: run it often enough that, without the re-read, one start would fail.
+    for _ in 0..10 {
+        replicas_starting_together_register_each_bootstrap_token_once(TestDb::postgres().await)
+            .await;
     }
 }

@@ -51,7 +51,7 @@ async fn tampering_is_detected(db: Db) {
     assert_eq!(report.broken, None);
     assert!(report.events >= 4, "{report:?}");
 
-    let created = audit::for_target(&db, "pipeline", &p.id, 10)
+    let created = vf_control::testing::audit_for_target(&db, "pipeline", &p.id, 10)
         .await
         .unwrap()
         .into_iter()

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use vf_control::testing::TestDb;
 use vf_control::Actor;
-use vf_control::{agent, audit, fleet, heartbeat, pipelines, ControlError, Db};
+use vf_control::{agent, fleet, heartbeat, pipelines, ControlError, Db};
 use vf_protocol::{EnrollRequest, Heartbeat, PipelineReport};
 
 const T0: i64 = 1_700_000_000_000;
@@ -187,7 +187,9 @@ async fn story(db: Db) {
     heartbeat::record_heartbeat(&db, &node, hb(40, 0), T0 + 70_000)
         .await
         .unwrap();
-    let minutes = heartbeat::pipeline_minutes(&db, &p.id, 0).await.unwrap();
+    let minutes = vf_control::testing::pipeline_minutes(&db, &p.id, 0)
+        .await
+        .unwrap();
     let totals: Vec<(i64, i64)> = minutes.iter().map(|m| (m.events_in, m.errors)).collect();
     assert_eq!(totals, vec![(250, 3), (40, 0)]);
 
@@ -253,7 +255,9 @@ async fn story(db: Db) {
     assert!(matches!(dup, Err(ControlError::Conflict(_))));
 
     // Every change is attributable.
-    let trail = audit::for_target(&db, "pipeline", &p.id, 10).await.unwrap();
+    let trail = vf_control::testing::audit_for_target(&db, "pipeline", &p.id, 10)
+        .await
+        .unwrap();
     let actions: Vec<&str> = trail.iter().map(|a| a.action.as_str()).collect();
     assert_eq!(
         actions,

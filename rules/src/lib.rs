@@ -11,6 +11,7 @@
 //! - [`select`]: which nodes a stage targets.
 //! - [`fencing`]: which version a node is served while a release is in flight.
 //! - [`gates`]: gate verdicts from already-fetched inputs.
+//! - [`node`]: a node's status (HEALTHY, DEGRADED, UNREACHABLE, UNKNOWN) from its last contact.
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
 //! - [`release`]: release statuses, operator actions and what happens when a bake ends;
 //!   `release/state.rs` holds the stored release state and the one pure transition.
@@ -18,6 +19,7 @@
 pub mod access;
 pub mod fencing;
 pub mod gates;
+pub mod node;
 pub mod percent;
 pub mod plan;
 pub mod promql;
@@ -29,6 +31,7 @@ pub use gates::{
     all_passed, custom_promql, error_rate, evaluate, evaluate_stage, promql_queries,
     throughput_drop, ErrorCounts, GateInputs, GateResult, PromQlOutcome, Verdict,
 };
+pub use node::{derive_status, NodeStatus};
 pub use percent::Percent;
 pub use plan::{
     parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, PlanError, RolloutPlan,

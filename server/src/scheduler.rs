@@ -22,7 +22,7 @@ pub async fn run(ctl: Control, every: Duration, mut stop: watch::Receiver<bool>)
                 for o in outcomes {
                     tracing::info!(
                         release_id = o.release_id,
-                        decision = o.decision,
+                        decision = o.decision.as_str(),
                         "scheduler decided"
                     );
                 }

@@ -272,16 +272,18 @@ async fn security_headers(req: Request, next: Next) -> Response {
 }
 
 impl Application {
-    /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s).
+    /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s) and
+    /// waits for a scheduler tick in progress to finish (up to 10 s more), so its decisions
+    /// are committed and logged before the process exits.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, "listening");
         let (stop_scheduler, stopped) = tokio::sync::watch::channel(false);
-        if let Some(every) = self.scheduler_interval {
-            tokio::spawn(crate::scheduler::run(self.control.clone(), every, stopped));
-        }
+        let scheduler = self
+            .scheduler_interval
+            .map(|every| tokio::spawn(crate::scheduler::run(self.control.clone(), every, stopped)));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(
             self.listener,
@@ -298,6 +300,14 @@ impl Application {
             res = &mut server => res.context("serving")?,
             _ = async { let _ = rx.await; tokio::time::sleep(Duration::from_secs(30)).await } => {
                 tracing::warn!("in-flight requests did not finish within 30 s; stopping");
+            }
+        }
+        if let Some(scheduler) = scheduler {
+            if tokio::time::timeout(Duration::from_secs(10), scheduler)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the scheduler tick did not finish within 10 s; stopping");
             }
         }
         Ok(())

@@ -114,7 +114,7 @@ pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnEr
                 kind: n.node.kind.clone(),
                 operator_labels: n.node.operator_labels(),
                 labels: n.labels,
-                status: n.status.as_str().to_string(),
+                status: n.status,
                 agent_version: n.node.agent_version.clone(),
                 last_seen_age_ms: n.node.last_seen_at.map(|t| now - t),
                 pipelines: n

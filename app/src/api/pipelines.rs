@@ -96,7 +96,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
                 labels: n.labels.clone(),
                 node_id: n.node.id.clone(),
                 node_name: n.node.name.clone(),
-                node_status: n.status.as_str().to_string(),
+                node_status: n.status,
                 served: s.kind(),
                 served_version: s.version(),
                 running_version: report.and_then(|r| r.version),

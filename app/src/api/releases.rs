@@ -8,8 +8,8 @@ use crate::types::{ReleaseHistoryItem, ReleaseView, StageSeries};
 
 /// The release as `granted` may see it: `allowed_actions` keeps only the actions the state
 /// allows *and* the caller's role may take, so pages show exactly the buttons that work. An
-/// unreadable release shows what could be read, the reason, and no buttons: the state
-/// machine cannot judge it.
+/// unreadable release shows what could be read and the reason; the state machine cannot
+/// judge it, so the only button is Rollback, while its stored status is in flight.
 #[cfg(feature = "ssr")]
 pub(crate) fn release_view(
     stored: vf_control::releases::StoredRelease,
@@ -17,18 +17,24 @@ pub(crate) fn release_view(
     granted: &vf_control::access::Granted,
 ) -> ReleaseView {
     use crate::types::{EvaluationView, StageView};
+    let may = |action: vf_rules::Action, created_by: &str| {
+        vf_control::access::role_for_release_action(action, created_by, &granted.actor.name)
+            <= granted.role
+    };
     let r = match stored {
         Ok(r) => r,
-        Err(e) => return unreadable_view(e, now),
+        Err(e) => {
+            let status = vf_rules::ReleaseStatus::parse(&e.row.status);
+            let rollback = vf_rules::Action::Rollback;
+            let allowed = status.is_some_and(|s| s.in_flight()) && may(rollback, &e.row.created_by);
+            return unreadable_view(e, status, allowed.then_some(rollback), now);
+        }
     };
     let allowed_actions = r
         .state
         .allowed_actions()
         .into_iter()
-        .filter(|a| {
-            vf_control::access::role_for_release_action(*a, &r.created_by, &granted.actor.name)
-                <= granted.role
-        })
+        .filter(|a| may(*a, &r.created_by))
         .collect();
     let s = r.state;
     ReleaseView {
@@ -80,14 +86,19 @@ pub(crate) fn release_view(
 }
 
 #[cfg(feature = "ssr")]
-fn unreadable_view(e: vf_control::releases::Unreadable, now: i64) -> ReleaseView {
+fn unreadable_view(
+    e: vf_control::releases::Unreadable,
+    status: Option<vf_rules::ReleaseStatus>,
+    rollback: Option<vf_rules::Action>,
+    now: i64,
+) -> ReleaseView {
     let unreadable = Some(format!(
         "release state unreadable: {}: {}",
         e.field, e.message
     ));
     let r = *e.row;
     ReleaseView {
-        status: vf_rules::ReleaseStatus::parse(&r.status),
+        status,
         unreadable,
         id: r.id,
         pipeline_id: r.pipeline_id,
@@ -108,7 +119,7 @@ fn unreadable_view(e: vf_control::releases::Unreadable, now: i64) -> ReleaseView
         updated_at: r.updated_at,
         completed_at: r.completed_at,
         row_version: r.row_version,
-        allowed_actions: Vec::new(),
+        allowed_actions: rollback.into_iter().collect(),
         now,
     }
 }
@@ -182,15 +193,15 @@ async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView
     use super::server::*;
     use vf_control::access::{self, role_for_release_action, Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
-    let release = vf_control::releases::get_release(&ctl, &release_id)
+    let creator = vf_control::releases::release_creator(&ctl, &release_id)
         .await
         .map_err(fail)?;
-    let need = role_for_release_action(action, &release.created_by, &g.actor.name);
+    let need = role_for_release_action(action, &creator, &g.actor.name);
     access::check(Some(g.role), need, "this release's environment").map_err(fail)?;
     let r = vf_control::releases::act(&ctl, &g.actor, &release_id, action)
         .await
         .map_err(fail)?;
-    Ok(release_view(Ok(r), ctl.now(), &g))
+    Ok(release_view(r, ctl.now(), &g))
 }
 
 /// Re-evaluates the current stage's gates and starts the next stage; refuses (409, with the

@@ -15,13 +15,20 @@ use leptos::prelude::*;
 
 use crate::types::Labels;
 
-/// What a [`StatusBadge`] shows: a typed status (`ReleaseStatus::HealthCheck.into()`), or a
-/// status an agent reported as text (`"RUNNING"`).
+/// What a [`StatusBadge`] shows: a typed status (`ReleaseStatus::HealthCheck.into()`,
+/// `NodeStatus::Healthy.into()`), or a process status an agent reported as text
+/// (`"RUNNING"`; unknown values are kept as reported).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status(String);
 
 impl From<vf_rules::ReleaseStatus> for Status {
     fn from(status: vf_rules::ReleaseStatus) -> Status {
+        Status(status.as_str().to_owned())
+    }
+}
+
+impl From<vf_rules::NodeStatus> for Status {
+    fn from(status: vf_rules::NodeStatus) -> Status {
         Status(status.as_str().to_owned())
     }
 }

@@ -52,7 +52,11 @@ fn FleetTable(
     revoke: Option<ServerAction<RevokeNode>>,
 ) -> impl IntoView {
     let count = f.nodes.len();
-    let healthy = f.nodes.iter().filter(|n| n.status == "HEALTHY").count();
+    let healthy = f
+        .nodes
+        .iter()
+        .filter(|n| n.status == vf_rules::NodeStatus::Healthy)
+        .count();
     let summary = (count > 0).then(|| {
         view! {
             <p class="summary" data-testid="fleet-summary">
@@ -84,7 +88,7 @@ fn NodeRow(n: NodeView, revoke: Option<ServerAction<RevokeNode>>) -> impl IntoVi
                 <div>{n.name.clone()}</div>
                 <div class="muted small">{n.kind.clone()}</div>
             </th>
-            <td><StatusBadge status=n.status.clone()/></td>
+            <td><StatusBadge status=n.status/></td>
             <td><LabelChips labels=n.labels.clone()/></td>
             <td>{seen}</td>
             <td>{n.agent_version.clone().unwrap_or_else(|| "-".into())}</td>

@@ -107,18 +107,7 @@ pub async fn create_api_token(
             .fetch_all(&db.pool)
             .await?;
     let hash = token_hash(&value);
-    let existing = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = $1"
-    )))
-    .bind(&hash)
-    .fetch_optional(&db.pool)
-    .await?;
-    if let Some(existing) = existing {
-        if existing.role != role.as_str() || existing.environment_id != environment_id {
-            return Err(ControlError::Conflict(
-                "that token is already registered with another role or environment".into(),
-            ));
-        }
+    if let Some(existing) = registered(db, &hash, role, environment_id).await? {
         return Ok((existing, None));
     }
     // Calls are recorded as `token:<name>`, and "your own release" compares that name: two
@@ -141,6 +130,54 @@ pub async fn create_api_token(
         last_used_at: None,
         revoked_at: None,
     };
+    match insert_api_token(db, actor, &row, &hash, now).await {
+        Ok(()) => Ok((row, minted.then_some(value))),
+        // Another replica registered the same bootstrap value between our read and our write.
+        Err(ControlError::Conflict(e)) if !minted => {
+            match registered(db, &hash, role, environment_id).await? {
+                Some(existing) => Ok((existing, None)),
+                None => Err(ControlError::Conflict(e)),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The token registered with this hash, if any; one registered with another role or
+/// environment is a conflict.
+async fn registered(
+    db: &Db,
+    hash: &str,
+    role: TokenRole,
+    environment_id: &str,
+) -> Result<Option<ApiTokenRow>> {
+    let existing = sqlx::query_as::<_, ApiTokenRow>(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE token_hash = $1"
+    )))
+    .bind(hash)
+    .fetch_optional(&db.pool)
+    .await?;
+    match existing {
+        Some(existing)
+            if existing.role != role.as_str() || existing.environment_id != environment_id =>
+        {
+            Err(ControlError::Conflict(
+                "that token is already registered with another role or environment".into(),
+            ))
+        }
+        other => Ok(other),
+    }
+}
+
+/// Inserts the token (revoking older tokens of its name: a rotation) and audits it.
+async fn insert_api_token(
+    db: &Db,
+    actor: &Actor,
+    row: &ApiTokenRow,
+    hash: &str,
+    now: i64,
+) -> Result<()> {
+    let (name, environment_id) = (row.name.as_str(), row.environment_id.as_str());
     let mut tx = audit::begin(db).await?;
     let replaced =
         sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
@@ -156,7 +193,7 @@ pub async fn create_api_token(
     .bind(&row.id)
     .bind(&row.name)
     .bind(&row.prefix)
-    .bind(&hash)
+    .bind(hash)
     .bind(&row.environment_id)
     .bind(&row.role)
     .bind(&row.created_by)
@@ -179,8 +216,7 @@ pub async fn create_api_token(
             }),
         },
     )
-    .await?;
-    Ok((row, minted.then_some(value)))
+    .await
 }
 
 /// Every API token, newest first.

@@ -137,19 +137,7 @@ pub async fn create_enrollment_token(
 ) -> Result<(EnrollmentTokenRow, Option<String>)> {
     let (value, minted) = given_or_new_token(token, "vfe_")?;
     let hash = token_hash(&value);
-    if let Some(existing) = sqlx::query_as::<_, EnrollmentTokenRow>(
-        "SELECT id, environment_id, prefix, label, created_at, revoked_at
-         FROM enrollment_tokens WHERE token_hash = $1",
-    )
-    .bind(&hash)
-    .fetch_optional(&db.pool)
-    .await?
-    {
-        if existing.environment_id != environment_id {
-            return Err(ControlError::Conflict(
-                "that token is already registered to another environment".into(),
-            ));
-        }
+    if let Some(existing) = registered_enrollment_token(db, &hash, environment_id).await? {
         return Ok((existing, None));
     }
     let row = EnrollmentTokenRow {
@@ -160,6 +148,48 @@ pub async fn create_enrollment_token(
         created_at: now,
         revoked_at: None,
     };
+    match insert_enrollment_token(db, actor, &row, &hash, now).await {
+        Ok(()) => Ok((row, minted.then_some(value))),
+        // Another replica registered the same bootstrap value between our read and our write.
+        Err(ControlError::Conflict(e)) if !minted => {
+            match registered_enrollment_token(db, &hash, environment_id).await? {
+                Some(existing) => Ok((existing, None)),
+                None => Err(ControlError::Conflict(e)),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The enrollment token registered with this hash, if any; one registered to another
+/// environment is a conflict.
+async fn registered_enrollment_token(
+    db: &Db,
+    hash: &str,
+    environment_id: &str,
+) -> Result<Option<EnrollmentTokenRow>> {
+    let existing = sqlx::query_as::<_, EnrollmentTokenRow>(
+        "SELECT id, environment_id, prefix, label, created_at, revoked_at
+         FROM enrollment_tokens WHERE token_hash = $1",
+    )
+    .bind(hash)
+    .fetch_optional(&db.pool)
+    .await?;
+    match existing {
+        Some(existing) if existing.environment_id != environment_id => Err(ControlError::Conflict(
+            "that token is already registered to another environment".into(),
+        )),
+        other => Ok(other),
+    }
+}
+
+async fn insert_enrollment_token(
+    db: &Db,
+    actor: &Actor,
+    row: &EnrollmentTokenRow,
+    hash: &str,
+    now: i64,
+) -> Result<()> {
     let mut tx = audit::begin(db).await?;
     sqlx::query(
         "INSERT INTO enrollment_tokens (id, environment_id, token_hash, prefix, label, created_at)
@@ -167,7 +197,7 @@ pub async fn create_enrollment_token(
     )
     .bind(&row.id)
     .bind(&row.environment_id)
-    .bind(&hash)
+    .bind(hash)
     .bind(&row.prefix)
     .bind(&row.label)
     .bind(now)
@@ -179,12 +209,11 @@ pub async fn create_enrollment_token(
             actor,
             action: AuditAction::EnrollmentTokenCreate,
             target_id: &row.id,
-            environment_id: Some(environment_id),
+            environment_id: Some(&row.environment_id),
             details: json!({ "prefix": row.prefix, "label": row.label }),
         },
     )
-    .await?;
-    Ok((row, minted.then_some(value)))
+    .await
 }
 
 pub async fn list_enrollment_tokens(

@@ -4,10 +4,9 @@ mod environments;
 mod groups;
 mod labels;
 mod nodes;
-mod status;
 
 pub use environments::*;
 pub use groups::*;
 pub use labels::{parse_labels, Labels};
 pub use nodes::*;
-pub use status::{derive_status, NodeStatus};
+pub use vf_rules::{derive_status, NodeStatus};

@@ -4,11 +4,11 @@ use serde_json::json;
 
 use super::environments::Environment;
 use super::labels::{self, parse_labels, Labels};
-use super::status::{derive_status, NodeStatus};
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::ids::new_id;
 use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
+use vf_rules::{derive_status, NodeStatus};
 
 /// A node as stored.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]

@@ -7,19 +7,37 @@ use crate::audit::Actor;
 use vf_rules::{check_action, evaluate_stage, on_manual, Action, Decision, GateEvaluation, Step};
 
 use super::inputs::gate_inputs;
-use super::state::{get_release, Release};
-use super::transition::apply;
+use super::state::{read_release, ReadBy, Release, StoredRelease};
+use super::transition::{apply, roll_back_unreadable};
 use crate::{Control, ControlError, Result};
 
-/// Runs an operator action on a release.
+/// Runs an operator action on a release; returns the release as it now reads. Rollback also
+/// works on an in-flight release whose stored state does not parse (the only way out for
+/// its pipeline short of repairing the row); every other action on it is refused.
 pub async fn act(
     ctl: &Control,
     actor: &Actor,
     release_id: &str,
     action: Action,
+) -> Result<StoredRelease> {
+    let release = match read_release(ctl, release_id, ReadBy::Action).await? {
+        Ok(release) => release,
+        Err(unreadable) if action == Action::Rollback => {
+            roll_back_unreadable(ctl, &unreadable, actor, ctl.now()).await?;
+            return read_release(ctl, release_id, ReadBy::View).await;
+        }
+        Err(unreadable) => return Err(unreadable.refusal()),
+    };
+    act_on(ctl, actor, &release, action).await.map(Ok)
+}
+
+async fn act_on(
+    ctl: &Control,
+    actor: &Actor,
+    release: &Release,
+    action: Action,
 ) -> Result<Release> {
     let now = ctl.now();
-    let release = get_release(ctl, release_id).await?;
     let state = &release.state;
     let index = state.current_stage;
     check_action(
@@ -34,7 +52,7 @@ pub async fn act(
     if action == Action::Rollback {
         let reason = format!("rolled back by {}", actor.name);
         let step = Step::Decided(Decision::Rollback { reason });
-        return apply(ctl, &release, step, None, actor, now).await;
+        return apply(ctl, release, step, None, actor, now).await;
     }
 
     let gates = state
@@ -42,7 +60,7 @@ pub async fn act(
         .stage(index)
         .map(|s| s.gates.as_slice())
         .unwrap_or(&[]);
-    let inputs = gate_inputs(ctl, &release, now).await.map_err(|e| {
+    let inputs = gate_inputs(ctl, release, now).await.map_err(|e| {
         e.report(ctl, &release.id, "refusing the operator's action");
         ControlError::Conflict(format!("refused: {}", e.reason(&release.id)))
     })?;
@@ -64,7 +82,7 @@ pub async fn act(
         Step::Refused { reason } => Some(reason.clone()),
         Step::Decided(_) => None,
     };
-    let applied = apply(ctl, &release, step, Some(evaluation), actor, now).await?;
+    let applied = apply(ctl, release, step, Some(evaluation), actor, now).await?;
     match refused {
         Some(reason) => Err(ControlError::Conflict(format!("refused: {reason}"))),
         None => Ok(applied),

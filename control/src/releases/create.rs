@@ -140,7 +140,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let state = ReleaseState::open(plan, planless, opened, now);
     let baseline = baseline_eps(db, &pipeline.id, now).await?;
 
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     // The previous version recorded below must still be the deployed one at commit.
     claim_pipeline(&mut tx, &pipeline.id, pipeline.row_version).await?;
     let canary_version = insert_version(
@@ -186,8 +186,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
             e.into()
         });
     }
-    audit::record(
-        &mut tx,
+    tx.commit(
         now,
         AuditEntry {
             actor,
@@ -206,7 +205,6 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         },
     )
     .await?;
-    tx.commit().await?;
     tracing::info!(
         release_id,
         pipeline = pipeline.name,

@@ -17,10 +17,10 @@ pub use inputs::{
     error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, GateInput,
     InputError,
 };
-pub use scheduler::{tick, TickOutcome};
+pub use scheduler::{tick, TickOutcome, Ticked};
 pub use series::{stage_series, SeriesPoint};
 pub use state::{
-    get_release, in_flight_row, latest_statuses, list_releases, load_release, Release, ReleaseRow,
-    StoredRelease, Unreadable, RELEASE_COLUMNS,
+    get_release, in_flight_row, latest_statuses, list_releases, load_release, release_creator,
+    ReadBy, Release, ReleaseRow, StoredRelease, Unreadable, RELEASE_COLUMNS,
 };
 pub use targets::FleetSnapshot;

@@ -5,11 +5,12 @@
 //! resumes where it was.
 
 use vf_rules::{
-    evaluate_stage, on_bake_expired, Decision, GateEvaluation, ReleaseStatus, Step, Trigger,
+    evaluate_stage, on_bake_expired, Decision, DecisionKind, GateEvaluation, ReleaseStatus, Step,
+    Trigger,
 };
 
 use super::inputs::{gate_inputs, InputError};
-use super::state::{Release, ReleaseRow, RELEASE_COLUMNS};
+use super::state::{ReadBy, Release, ReleaseRow, RELEASE_COLUMNS};
 use super::transition::apply;
 use crate::{Actor, Control, ControlError, Result};
 
@@ -20,8 +21,26 @@ pub const SCHEDULER: &str = "scheduler";
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickOutcome {
     pub release_id: String,
-    /// `advance`, `complete`, `hold`, `rollback`, or `lost-race` when someone else acted first.
-    pub decision: String,
+    pub decision: Ticked,
+}
+
+/// The scheduler's part in one release's tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ticked {
+    /// It decided, and its transition committed.
+    Decided(DecisionKind),
+    /// Another replica or an operator changed the release first; nothing was written.
+    LostRace,
+}
+
+impl Ticked {
+    /// `advance`, `complete`, `hold`, `rollback`, or `lost-race`: the log's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ticked::Decided(kind) => kind.as_str(),
+            Ticked::LostRace => "lost-race",
+        }
+    }
 }
 
 /// Evaluates every due release once. One failing release does not stop the others; an
@@ -41,18 +60,18 @@ pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
         let release = match row.parse() {
             Ok(release) => release,
             Err(e) => {
-                e.report(ctl, "the scheduler cannot judge it");
+                e.report(ctl, ReadBy::Scheduler);
                 continue;
             }
         };
         match decide(ctl, &release, now).await {
-            Ok(decision) => outcomes.push(TickOutcome {
+            Ok(kind) => outcomes.push(TickOutcome {
                 release_id: release.id.clone(),
-                decision,
+                decision: Ticked::Decided(kind),
             }),
             Err(ControlError::Conflict(_)) => outcomes.push(TickOutcome {
                 release_id: release.id.clone(),
-                decision: "lost-race".into(),
+                decision: Ticked::LostRace,
             }),
             Err(e) => tracing::error!(
                 release_id = release.id,
@@ -64,7 +83,7 @@ pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
     Ok(outcomes)
 }
 
-async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<String> {
+async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<DecisionKind> {
     let plan = release.plan();
     let index = release.state.current_stage;
     let gates = plan.stage(index).map(|s| s.gates.as_slice()).unwrap_or(&[]);
@@ -83,7 +102,7 @@ async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<String> {
         }
         Err(e) => (hold_unjudged(ctl, release, e), None),
     };
-    let name = step.kind().as_str().to_string();
+    let kind = step.kind();
     apply(
         ctl,
         release,
@@ -93,7 +112,7 @@ async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<String> {
         now,
     )
     .await?;
-    Ok(name)
+    Ok(kind)
 }
 
 /// A release whose gate inputs cannot be read is held for an operator with a reason naming

@@ -3,7 +3,7 @@
 //!
 //! A row that does not parse (a status this server does not know, stage or plan JSON that
 //! does not read) is an [`Unreadable`], never a default: it names the release and the field,
-//! is logged at error level, counts in `vectorflow_release_state_unreadable_total{field}`,
+//! is logged at error level, counts in `vectorflow_release_state_unreadable_total{field,reader}`,
 //! shows on the rollout view as "release state unreadable", and fencing serves its pipeline's
 //! previous version to every node while saying so (see `crate::delivery`).
 
@@ -159,23 +159,61 @@ impl ReleaseRow {
     }
 }
 
-/// How often one unreadable release is logged: fencing reads it on every config poll.
+/// Who read an unreadable release, and so what follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBy {
+    /// Delivery fencing: every node of the pipeline is served the previous version.
+    Fencing,
+    /// The scheduler: the release is not judged and stays in flight, fenced.
+    Scheduler,
+    /// A page or `release.canary.get`: shown as "release state unreadable".
+    View,
+    /// An operator's action: refused with a conflict.
+    Action,
+}
+
+impl ReadBy {
+    /// The `reader` label of `vectorflow_release_state_unreadable_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadBy::Fencing => "fencing",
+            ReadBy::Scheduler => "scheduler",
+            ReadBy::View => "view",
+            ReadBy::Action => "action",
+        }
+    }
+
+    /// What the log line says follows.
+    pub fn consequence(self) -> &'static str {
+        match self {
+            ReadBy::Fencing => "fencing serves every node of the pipeline its previous version",
+            ReadBy::Scheduler => "the scheduler cannot judge it; it stays in flight, fenced",
+            ReadBy::View => "the rollout view shows it as unreadable",
+            ReadBy::Action => "refusing to act on it",
+        }
+    }
+}
+
+/// How often one reader logs one unreadable release: fencing reads it on every config poll.
 const REPORT_EVERY: Duration = Duration::from_secs(60);
 
-static LAST_REPORTED: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
+static LAST_REPORTED: Mutex<Vec<(String, ReadBy, Instant)>> = Mutex::new(Vec::new());
 
 impl Unreadable {
-    /// Counts the read in `/metrics` and logs it at error level (once a minute per release);
-    /// `consequence` says what follows ("fencing serves the previous version ...").
-    pub fn report(&self, ctl: &Control, consequence: &str) {
-        ctl.metrics.release_state_unreadable(self.field);
+    /// Counts the read in `/metrics` (by field and reader) and logs it at error level with
+    /// what follows, once a minute per release and reader.
+    pub fn report(&self, ctl: &Control, by: ReadBy) {
+        ctl.metrics
+            .release_state_unreadable(self.field, by.as_str());
         let now = Instant::now();
         let due = match LAST_REPORTED.lock() {
             Ok(mut last) => {
-                last.retain(|(_, at)| now.duration_since(*at) < REPORT_EVERY);
-                let seen = last.iter().any(|(id, _)| *id == self.row.id);
+                last.retain(|(_, _, at)| now.duration_since(*at) < REPORT_EVERY);
+                let seen = last
+                    .iter()
+                    .any(|(id, reader, _)| *id == self.row.id && *reader == by);
                 if !seen {
-                    last.push((self.row.id.clone(), now));
+                    last.push((self.row.id.clone(), by, now));
                 }
                 !seen
             }
@@ -186,8 +224,10 @@ impl Unreadable {
                 release_id = self.row.id,
                 pipeline_id = self.row.pipeline_id,
                 field = self.field,
+                reader = by.as_str(),
                 error = self.message,
-                "release state unreadable; {consequence}"
+                "release state unreadable; {}",
+                by.consequence()
             );
         }
     }
@@ -231,21 +271,33 @@ async fn fetch(ctl: &Control, id: &str) -> Result<ReleaseRow> {
 
 /// One release by id to show, parsed or not; an unreadable one is reported.
 pub async fn load_release(ctl: &Control, id: &str) -> Result<StoredRelease> {
+    read_release(ctl, id, ReadBy::View).await
+}
+
+/// One release by id, parsed or not; an unreadable one is reported as read by `by`.
+pub(super) async fn read_release(ctl: &Control, id: &str, by: ReadBy) -> Result<StoredRelease> {
     Ok(fetch(ctl, id)
         .await?
         .parse()
-        .inspect_err(|e| e.report(ctl, SHOWN_UNREADABLE)))
+        .inspect_err(|e| e.report(ctl, by)))
+}
+
+/// Who created the release (readable or not): "your own release" rules need only that.
+pub async fn release_creator(ctl: &Control, id: &str) -> Result<String> {
+    sqlx::query_scalar("SELECT created_by FROM releases WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&ctl.db.pool)
+        .await?
+        .ok_or_else(|| ControlError::NotFound(format!("release {id}")))
 }
 
 /// One release by id to act on; an unreadable one is reported and refused with a conflict.
 pub async fn get_release(ctl: &Control, id: &str) -> Result<Release> {
     fetch(ctl, id).await?.parse().map_err(|e| {
-        e.report(ctl, "refusing to act on it");
+        e.report(ctl, ReadBy::Action);
         e.refusal()
     })
 }
-
-const SHOWN_UNREADABLE: &str = "the rollout view shows it as unreadable";
 
 /// A pipeline's releases, newest first; unreadable ones are reported and kept in the list.
 pub async fn list_releases(ctl: &Control, pipeline_id: &str) -> Result<Vec<StoredRelease>> {
@@ -257,7 +309,7 @@ pub async fn list_releases(ctl: &Control, pipeline_id: &str) -> Result<Vec<Store
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| row.parse().inspect_err(|e| e.report(ctl, SHOWN_UNREADABLE)))
+        .map(|row| row.parse().inspect_err(|e| e.report(ctl, ReadBy::View)))
         .collect())
 }
 

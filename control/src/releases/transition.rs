@@ -6,9 +6,9 @@
 //! gets a conflict.
 
 use serde_json::json;
-use vf_rules::{Deploy, GateEvaluation, OpenedStage, Step};
+use vf_rules::{Deploy, GateEvaluation, OpenedStage, ReleaseStatus, Step};
 
-use super::state::{get_release, Release};
+use super::state::{get_release, Release, Unreadable};
 use super::targets::FleetSnapshot;
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::pipelines::{get_pipeline, get_version, insert_version, PipelineRow};
@@ -61,16 +61,11 @@ pub async fn apply(
     let action = AuditAction::release(t.kind);
 
     // Read before the transaction: on SQLite it holds the only connection.
-    let previous_config = match (t.deploy, release.previous_version) {
-        (Deploy::Previous, Some(previous)) => Some((
-            previous,
-            get_version(db, &pipeline.id, previous).await?.config_yaml,
-        )),
-        _ => None,
-    };
+    let previous_config =
+        previous_config(ctl, &pipeline, t.deploy, release.previous_version).await?;
 
     let next = &t.state;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = audit::begin(db).await?;
     let done = sqlx::query(
         "UPDATE releases SET status = $1, stages = $2, current_stage = $3, bake_deadline = $4,
             hold_reason = $5, failure_reason = $6, updated_by = $7, updated_at = $8,
@@ -91,32 +86,19 @@ pub async fn apply(
     .execute(&mut *tx)
     .await?;
     if done.rows_affected() != 1 {
-        return Err(ControlError::Conflict(
-            "the release changed meanwhile (another action or the scheduler got there first); reload and try again".into(),
-        ));
+        return Err(changed_meanwhile());
     }
-
-    let mut reverted_version = None;
-    match (t.deploy, previous_config) {
-        (Deploy::Nothing, _) => {}
-        (Deploy::Canary, _) => {
-            set_deployed(&mut tx, &pipeline.id, Some(release.canary_version), now).await?;
-        }
-        (Deploy::Previous, Some((previous, config))) => {
-            let changelog = format!(
-                "Rollback of v{}: reverted config of v{previous}",
-                release.canary_version
-            );
-            let v = insert_version(&mut tx, &pipeline.id, &config, &changelog, &actor.name, now)
-                .await?;
-            set_deployed(&mut tx, &pipeline.id, Some(v), now).await?;
-            reverted_version = Some(v);
-        }
-        // A first deploy rolled back: the pipeline is undeployed, nodes stop it.
-        (Deploy::Previous, None) => set_deployed(&mut tx, &pipeline.id, None, now).await?,
-    }
-    audit::record(
+    let reverted_version = deploy(
         &mut tx,
+        &pipeline,
+        release.canary_version,
+        t.deploy,
+        previous_config,
+        actor,
+        now,
+    )
+    .await?;
+    tx.commit(
         now,
         AuditEntry {
             actor,
@@ -135,7 +117,6 @@ pub async fn apply(
         },
     )
     .await?;
-    tx.commit().await?;
     ctl.metrics.transition(action);
     for result in results.iter().flatten() {
         ctl.metrics.gate_result(result);
@@ -147,6 +128,142 @@ pub async fn apply(
         "release transition"
     );
     get_release(ctl, &release.id).await
+}
+
+/// Rolls back an in-flight release whose stored state does not parse, so an operator can
+/// unblock its pipeline without repairing the row: the previous version's config is deployed
+/// again (or a first deploy undeployed) exactly as a normal rollback does. Only the status
+/// and reasons are written; the unreadable columns are left as they were for inspection,
+/// and the audit event records what could not be read.
+pub async fn roll_back_unreadable(
+    ctl: &Control,
+    unreadable: &Unreadable,
+    actor: &Actor,
+    now: i64,
+) -> Result<()> {
+    let row = &unreadable.row;
+    let in_flight = ReleaseStatus::parse(&row.status).is_some_and(|s| s.in_flight());
+    if !in_flight {
+        return Err(unreadable.refusal());
+    }
+    let db = &ctl.db;
+    let pipeline = get_pipeline(db, &row.pipeline_id).await?;
+    let previous_config =
+        previous_config(ctl, &pipeline, Deploy::Previous, row.previous_version).await?;
+    let reason = format!(
+        "rolled back by {} while its state was unreadable ({}: {})",
+        actor.name, unreadable.field, unreadable.message
+    );
+    let mut tx = audit::begin(db).await?;
+    let done = sqlx::query(
+        "UPDATE releases SET status = $1, bake_deadline = NULL, hold_reason = NULL,
+            failure_reason = $2, updated_by = $3, updated_at = $4, completed_at = $4,
+            row_version = row_version + 1
+         WHERE id = $5 AND row_version = $6",
+    )
+    .bind(ReleaseStatus::RolledBack.as_str())
+    .bind(&reason)
+    .bind(&actor.name)
+    .bind(now)
+    .bind(&row.id)
+    .bind(row.row_version)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(changed_meanwhile());
+    }
+    let reverted_version = deploy(
+        &mut tx,
+        &pipeline,
+        row.canary_version,
+        Deploy::Previous,
+        previous_config,
+        actor,
+        now,
+    )
+    .await?;
+    tx.commit(
+        now,
+        AuditEntry {
+            actor,
+            action: AuditAction::ReleaseRollback,
+            target_id: &row.id,
+            environment_id: Some(&pipeline.environment_id),
+            details: json!({
+                "pipelineId": pipeline.id,
+                "from": row.status,
+                "to": ReleaseStatus::RolledBack,
+                "reason": reason,
+                "unreadable": {"field": unreadable.field, "message": unreadable.message},
+                "revertedVersion": reverted_version,
+            }),
+        },
+    )
+    .await?;
+    ctl.metrics.transition(AuditAction::ReleaseRollback);
+    tracing::warn!(
+        release_id = row.id,
+        field = unreadable.field,
+        reason,
+        "unreadable release rolled back"
+    );
+    Ok(())
+}
+
+fn changed_meanwhile() -> ControlError {
+    ControlError::Conflict(
+        "the release changed meanwhile (another action or the scheduler got there first); reload and try again".into(),
+    )
+}
+
+/// The previous version and its config when `deploy` reverts to it.
+async fn previous_config(
+    ctl: &Control,
+    pipeline: &PipelineRow,
+    deploy: Deploy,
+    previous_version: Option<i64>,
+) -> Result<Option<(i64, String)>> {
+    Ok(match (deploy, previous_version) {
+        (Deploy::Previous, Some(previous)) => Some((
+            previous,
+            get_version(&ctl.db, &pipeline.id, previous)
+                .await?
+                .config_yaml,
+        )),
+        _ => None,
+    })
+}
+
+/// Moves the pipeline's deployed version as the transition asks; returns the reverted
+/// version a rollback published.
+async fn deploy(
+    tx: &mut sqlx::AnyConnection,
+    pipeline: &PipelineRow,
+    canary_version: i64,
+    deploy: Deploy,
+    previous_config: Option<(i64, String)>,
+    actor: &Actor,
+    now: i64,
+) -> Result<Option<i64>> {
+    match (deploy, previous_config) {
+        (Deploy::Nothing, _) => Ok(None),
+        (Deploy::Canary, _) => {
+            set_deployed(tx, &pipeline.id, Some(canary_version), now).await?;
+            Ok(None)
+        }
+        (Deploy::Previous, Some((previous, config))) => {
+            let changelog =
+                format!("Rollback of v{canary_version}: reverted config of v{previous}");
+            let v = insert_version(tx, &pipeline.id, &config, &changelog, &actor.name, now).await?;
+            set_deployed(tx, &pipeline.id, Some(v), now).await?;
+            Ok(Some(v))
+        }
+        // A first deploy rolled back: the pipeline is undeployed, nodes stop it.
+        (Deploy::Previous, None) => {
+            set_deployed(tx, &pipeline.id, None, now).await?;
+            Ok(None)
+        }
+    }
 }
 
 async fn set_deployed(

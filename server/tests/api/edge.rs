@@ -148,7 +148,7 @@ async fn an_org_override_wins_and_removing_it_is_a_recorded_routing_change() {
         doc.is_cache_stale("v2-cache", Some("org_big"), bucket, Some(cached_at)),
         "an entry cached before the removal is stale: its routing moved"
     );
-    let trail = vf_control::audit::for_target(&app.control.db, "rollout", "v2-cache", 10)
+    let trail = vf_control::testing::audit_for_target(&app.control.db, "rollout", "v2-cache", 10)
         .await
         .unwrap();
     let actions: Vec<&str> = trail.iter().map(|a| a.action.as_str()).collect();
@@ -176,7 +176,7 @@ async fn deleting_a_rollout_turns_everyone_off_and_stays_visible_to_caches() {
     let doc: vf_rolling::EdgeConfig = app.edge_config(None).await.json().await.unwrap();
     assert!(!doc.enabled("billing-v2", None, 3));
     assert!(doc.is_cache_stale("billing-v2", None, 3, Some(cached_at)));
-    let trail = vf_control::audit::for_target(&app.control.db, "rollout", "billing-v2", 10)
+    let trail = vf_control::testing::audit_for_target(&app.control.db, "rollout", "billing-v2", 10)
         .await
         .unwrap();
     assert_eq!(trail[0].action, "rollout.delete");

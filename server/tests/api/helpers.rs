@@ -20,7 +20,7 @@ use vf_agent::{Agent, AgentOptions, SimSettings};
 use vf_control::access::{Grant, Role};
 use vf_control::accounts::{self, User};
 use vf_control::fleet::{self, NodeView};
-use vf_control::heartbeat::{self, MinuteRow};
+use vf_control::heartbeat::MinuteRow;
 use vf_control::pipelines::{self, PipelineRow, VersionRow};
 use vf_control::testing::TestDb;
 use vf_control::{Actor, Clock, Control, ManualClock};
@@ -192,7 +192,7 @@ impl TestApp {
 
     /// Every per-minute aggregate of the pipeline, oldest first.
     pub async fn minutes(&self, pipeline_id: &str) -> Vec<MinuteRow> {
-        heartbeat::pipeline_minutes(&self.control.db, pipeline_id, 0)
+        vf_control::testing::pipeline_minutes(&self.control.db, pipeline_id, 0)
             .await
             .unwrap()
     }

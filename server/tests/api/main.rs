@@ -8,6 +8,7 @@ mod access;
 mod accounts;
 mod agent_protocol;
 mod bootstrap;
+
 mod edge;
 mod fuzz_agent;
 mod fuzz_opamp;
@@ -28,6 +29,7 @@ mod release_races;
 mod release_refusals;
 mod release_selection;
 mod release_unreadable_inputs;
+mod release_unreadable_state;
 mod releases;
 mod revocation;
 mod secrets;

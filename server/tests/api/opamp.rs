@@ -815,7 +815,8 @@ async fn after_rollback_the_canary_collector_gets_the_reverted_config_and_the_he
 
     releases::act(&app.control, &operator(), &release.id, Action::Rollback)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("the release reads");
     // The reverted config is version 3 with v1's body.
     let back = canary.poll(&app).await;
     assert_eq!(offered(&back), config(&[("edge-logs", V1)]));
@@ -849,7 +850,8 @@ async fn after_rolling_back_a_first_deploy_the_canary_collector_gets_an_empty_co
 
     releases::act(&app.control, &operator(), &release.id, Action::Rollback)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("the release reads");
     let undeployed = canary.poll(&app).await;
     assert_eq!(offered(&undeployed), config(&[]));
     canary.apply(&app, &undeployed).await;

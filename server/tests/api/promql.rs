@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use vf_control::pipelines;
 use vf_control::testing::TestDb;
-use vf_control::{audit, pipelines};
 
 use crate::helpers::{LogCapture, TestApp};
 use crate::prometheus::{
@@ -128,11 +128,17 @@ async fn a_promql_gate_under_its_threshold_on_real_prometheus_advances_each_stag
     ]});
     let rollout = start_rollout(&app, plan).await;
 
-    assert_eq!(app.tick_after(BAKE_MS).await[0].decision, "advance");
+    assert_eq!(
+        app.tick_after(BAKE_MS).await[0].decision.as_str(),
+        "advance"
+    );
     let advanced = rollout.release(&app).await;
     assert_eq!(advanced["status"], "CANARY_DEPLOYED");
     assert_eq!(advanced["current_stage"], 1);
-    assert_eq!(app.tick_after(BAKE_MS).await[0].decision, "complete");
+    assert_eq!(
+        app.tick_after(BAKE_MS).await[0].decision.as_str(),
+        "complete"
+    );
 
     let done = rollout.release(&app).await;
     assert_eq!(done["status"], "BROADENED");
@@ -163,7 +169,10 @@ async fn a_promql_gate_over_its_threshold_on_real_prometheus_rolls_back_recordin
     ]});
     let rollout = start_rollout(&app, plan).await;
 
-    assert_eq!(app.tick_after(BAKE_MS).await[0].decision, "rollback");
+    assert_eq!(
+        app.tick_after(BAKE_MS).await[0].decision.as_str(),
+        "rollback"
+    );
 
     let release = rollout.release(&app).await;
     assert_eq!(release["status"], "ROLLED_BACK");
@@ -180,9 +189,10 @@ async fn a_promql_gate_over_its_threshold_on_real_prometheus_rolls_back_recordin
     );
     // Rolled back: v1's config is published again as v3 and deployed.
     assert_eq!(rollout.deployed_version(&app).await, Some(3));
-    let events = audit::for_target(&app.control.db, "release", &rollout.release_id, 10)
-        .await
-        .unwrap();
+    let events =
+        vf_control::testing::audit_for_target(&app.control.db, "release", &rollout.release_id, 10)
+            .await
+            .unwrap();
     let rollback = events
         .iter()
         .find(|e| e.action == "release.rollback")
@@ -358,7 +368,10 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
         .await;
     assert_eq!(status, 409, "{refused}");
     assert!(refused.contains("customPromQL gate failed"), "{refused}");
-    assert_eq!(app.tick_after(BAKE_MS).await[0].decision, "rollback");
+    assert_eq!(
+        app.tick_after(BAKE_MS).await[0].decision.as_str(),
+        "rollback"
+    );
 
     let release = rollout.release(&app).await;
     assert_eq!(release["status"], "ROLLED_BACK");
@@ -411,7 +424,7 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
         ("release", &rollout.release_id),
         ("pipeline", &rollout.pipeline_id),
     ] {
-        for event in audit::for_target(&app.control.db, kind, id, 100)
+        for event in vf_control::testing::audit_for_target(&app.control.db, kind, id, 100)
             .await
             .unwrap()
         {

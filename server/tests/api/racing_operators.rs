@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
-use vf_control::audit::{self, AuditRow};
+use vf_control::audit::AuditRow;
 use vf_control::releases;
 
 use crate::helpers::{TestApp, OPERATOR};
@@ -91,9 +91,10 @@ async fn clean_traffic(app: &TestApp, pipeline_id: &str, tokens: &[String], tota
 
 /// Every audit event of the release, oldest first (more than `release_audit`'s 50).
 async fn audit_log(app: &TestApp, release_id: &str) -> Vec<AuditRow> {
-    let mut rows = audit::for_target(&app.control.db, "release", release_id, 100_000)
-        .await
-        .unwrap();
+    let mut rows =
+        vf_control::testing::audit_for_target(&app.control.db, "release", release_id, 100_000)
+            .await
+            .unwrap();
     rows.reverse();
     rows
 }
@@ -156,8 +157,8 @@ async fn racing_operator_calls_make_exactly_one_transition_per_step(app: TestApp
                 outcomes
                     .unwrap()
                     .into_iter()
-                    .filter(|o| o.release_id == id && o.decision != "lost-race")
-                    .map(|o| format!("release.{}", o.decision)),
+                    .filter(|o| o.release_id == id && o.decision.as_str() != "lost-race")
+                    .map(|o| format!("release.{}", o.decision.as_str())),
             );
         }
         let context = format!("round {}", round + 1);

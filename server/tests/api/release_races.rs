@@ -45,7 +45,7 @@ async fn a_tick_and_a_rollback_press_on_a_due_release_make_one_transition(app: T
     let ticked: Vec<_> = ticked
         .unwrap()
         .into_iter()
-        .filter(|o| o.decision != "lost-race")
+        .filter(|o| o.decision.as_str() != "lost-race")
         .collect();
     assert_eq!(
         ticked.len() + usize::from(pressed.is_ok()),
@@ -62,7 +62,7 @@ async fn a_tick_and_a_rollback_press_on_a_due_release_make_one_transition(app: T
     let (status, transition, version) = if pressed.is_ok() {
         ("ROLLED_BACK", "release.rollback", 3)
     } else {
-        assert_eq!(ticked[0].decision, "complete");
+        assert_eq!(ticked[0].decision.as_str(), "complete");
         ("BROADENED", "release.complete", 2)
     };
     assert_eq!(after["status"], status);
@@ -97,7 +97,7 @@ async fn two_racing_ticks_make_one_transition(app: TestApp) {
         .unwrap()
         .into_iter()
         .chain(second.unwrap())
-        .map(|o| o.decision)
+        .map(|o| o.decision.as_str().to_string())
         .filter(|d| d != "lost-race")
         .collect();
     assert_eq!(decisions, ["complete"]);

@@ -192,7 +192,7 @@ async fn deleting_a_node_group_a_later_stage_names_never_leaves_the_release_stuc
     let r = app.release(&id).await;
     if deleted.is_err() {
         // Refusing the deletion is fine: then stage 2 opens as planned.
-        assert_eq!(outcomes[0].decision, "advance");
+        assert_eq!(outcomes[0].decision.as_str(), "advance");
         poll_all(&mut [&mut a, &mut edge]).await;
         assert_eq!(served(&[&a, &edge], &p.id), [Some(2), Some(2)]);
         return;

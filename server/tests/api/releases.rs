@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use vf_agent::Agent;
-use vf_control::audit::{self, AuditRow};
+use vf_control::audit::AuditRow;
 use vf_control::pipelines;
 use vf_control::releases;
 
@@ -51,7 +51,7 @@ impl TestApp {
     pub async fn decide_after(&self, ms: i64) -> String {
         let outcomes = self.tick_after(ms).await;
         assert_eq!(outcomes.len(), 1, "{outcomes:?}");
-        outcomes[0].decision.clone()
+        outcomes[0].decision.as_str().to_string()
     }
 
     /// `release.canary.create` that must succeed; returns the release id and the view.
@@ -98,9 +98,10 @@ impl TestApp {
 
     /// The release's audit events, oldest first.
     pub async fn release_audit(&self, release_id: &str) -> Vec<AuditRow> {
-        let mut rows = audit::for_target(&self.control.db, "release", release_id, 50)
-            .await
-            .unwrap();
+        let mut rows =
+            vf_control::testing::audit_for_target(&self.control.db, "release", release_id, 50)
+                .await
+                .unwrap();
         rows.reverse();
         rows
     }

@@ -2,7 +2,7 @@
 //! fleet; a revoked enrollment token enrolls nobody. Both are audited.
 
 use serde_json::json;
-use vf_control::{audit, fleet};
+use vf_control::fleet;
 
 use crate::helpers::{TestApp, ENROLLMENT_TOKEN};
 
@@ -21,7 +21,7 @@ async fn a_revoked_node_gets_401_on_its_next_poll_and_leaves_the_fleet() {
         .await
         .unwrap();
     assert!(nodes.iter().all(|n| n.node.id != node.node_id));
-    let trail = audit::for_target(&app.control.db, "node", &node.node_id, 5)
+    let trail = vf_control::testing::audit_for_target(&app.control.db, "node", &node.node_id, 5)
         .await
         .unwrap();
     assert_eq!(trail[0].action, "node.revoke");

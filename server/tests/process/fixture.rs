@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use vf_control::access::{Role, ALL_ENVIRONMENTS};
-use vf_control::accounts::{self, TokenRole};
 use vf_control::pipelines::{self, PipelineRow};
 use vf_control::releases::{self, CanaryRequest, Release};
 use vf_control::{agent, fleet, Actor, Control, Db, ManualClock, Settings};
@@ -108,23 +106,6 @@ impl Fixture {
             clock,
             env_id,
         }
-    }
-
-    /// Registers `VF_BOOTSTRAP_API_TOKEN` as a server's first start does, so replicas started
-    /// together find it registered: two processes registering it at the same moment race,
-    /// and the loser fails its start-up (see the report on `accounts::create_api_token`).
-    pub async fn register_bootstrap_api_token(&self) {
-        accounts::create_api_token(
-            &self.control.db,
-            &Actor::system("system"),
-            "bootstrap",
-            ALL_ENVIRONMENTS,
-            TokenRole::Role(Role::Admin),
-            Some(API_TOKEN),
-            self.now(),
-        )
-        .await
-        .unwrap();
     }
 
     pub fn now(&self) -> i64 {

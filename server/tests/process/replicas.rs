@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use vf_control::pipelines;
 use vf_control::testing::TestDb;
-use vf_control::{audit, pipelines};
 
 use crate::fixture::{health_window_stage, stage, wall_clock_ms, Fixture, BAKE_MS};
 use crate::server::{assert_audit_chain_ok, ServerProcess};
@@ -72,7 +72,6 @@ struct Prepared {
 async fn two_server_processes_on_one_postgres_database_make_every_due_transition_exactly_once() {
     let db = TestDb::postgres().await;
     let fixture = Fixture::open(&db.url, wall_clock_ms() - BAKE_MS).await;
-    fixture.register_bootstrap_api_token().await;
     fixture.enroll("edge-1").await;
     fixture.enroll("edge-2").await;
     let kinds = [Kind::Completes, Kind::Advances, Kind::RollsBack];
@@ -181,7 +180,7 @@ async fn two_server_processes_on_one_postgres_database_make_every_due_transition
         assert!(stages[0].evaluations[0].at >= deadline, "{context}");
         decided_at.insert(p.id.clone(), stages[0].evaluations[0].at - deadline);
 
-        let mut log = audit::for_target(store, "release", &p.id, 50)
+        let mut log = vf_control::testing::audit_for_target(store, "release", &p.id, 50)
             .await
             .unwrap();
         log.reverse();

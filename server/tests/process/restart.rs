@@ -5,7 +5,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use vf_control::audit;
 use vf_control::testing::TestDb;
 
 use crate::fixture::{health_window_stage, wall_clock_ms, Fixture, BAKE_MS};
@@ -146,7 +145,7 @@ async fn a_server_killed_with_sigkill_mid_bake_resumes_and_decides_the_stage_exa
     assert_eq!(decisions(&first), Vec::<String>::new());
     assert_eq!(decisions(&second), ["advance"]);
     let fixture = Fixture::reopen(&db.url).await;
-    let mut log = audit::for_target(&fixture.control.db, "release", id, 50)
+    let mut log = vf_control::testing::audit_for_target(&fixture.control.db, "release", id, 50)
         .await
         .unwrap();
     log.reverse();

@@ -4,9 +4,8 @@
 use leptos::prelude::*;
 
 use super::rollout::{selector_text, stage_state, GateEvaluations};
-use crate::api::error_text;
 use crate::api::releases::release_history;
-use crate::components::{ErrorBox, StatusBadge};
+use crate::components::{Loaded, StatusBadge};
 use crate::types::{format_time, ReleaseView, StageSeries};
 
 #[component]
@@ -18,19 +17,17 @@ pub fn History(id: Memo<String>, refresh: Signal<(u64, usize, usize)>) -> impl I
     view! {
         <section aria-label="Release history">
             <h2>"Release history"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading..."</p> }>
-                {move || Suspend::new(async move {
-                    match releases.await {
-                        Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
-                        Ok(list) if list.is_empty() => view! { <p class="empty">"No releases yet."</p> }.into_any(),
-                        Ok(list) => view! {
-                            <ol class="history" data-testid="release-history">
-                                {list.into_iter().map(|item| view! { <HistoryItem r=item.release series=item.series/> }).collect_view()}
-                            </ol>
-                        }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded resource=releases let:list>
+                {if list.is_empty() {
+                    view! { <p class="empty">"No releases yet."</p> }.into_any()
+                } else {
+                    view! {
+                        <ol class="history" data-testid="release-history">
+                            {list.into_iter().map(|item| view! { <HistoryItem r=item.release series=item.series/> }).collect_view()}
+                        </ol>
+                    }.into_any()
+                }}
+            </Loaded>
         </section>
     }
 }

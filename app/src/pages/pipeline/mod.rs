@@ -109,7 +109,7 @@ fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
                 view! {
                     <tr data-node=n.node_name.clone() data-running=running_attr>
                         <th scope="row">{n.node_name.clone()}</th>
-                        <td><StatusBadge status=n.node_status.clone()/></td>
+                        <td><StatusBadge status=n.node_status/></td>
                         <td>{served}</td>
                         <td>{running}</td>
                         <td>{match n.process_status.clone() {

@@ -271,7 +271,7 @@ fn NodesOfStage(nodes: Vec<PipelineNodeView>) -> impl IntoView {
                     view! {
                         <tr data-node=n.node_name.clone()>
                             <th scope="row">{n.node_name.clone()}</th>
-                            <td><StatusBadge status=n.node_status.clone()/></td>
+                            <td><StatusBadge status=n.node_status/></td>
                             <td>{running}</td>
                             <td>{n.process_status.clone().map(|s| view! { <StatusBadge status=s/> })}</td>
                             <td class="num">{n.events_in}</td>

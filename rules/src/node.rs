@@ -1,4 +1,5 @@
-//! A node's derived status, from when it last spoke and what its pipelines report.
+//! A node's derived status, from when it last spoke and what its pipelines report. The
+//! browser gets it typed (a serde enum), so pages compare variants, never strings.
 
 use serde::{Deserialize, Serialize};
 
