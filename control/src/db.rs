@@ -76,6 +76,21 @@ impl Db {
         .context("applying database migrations")
     }
 
+    /// A read transaction whose statements all see the database at one instant: on
+    /// PostgreSQL `REPEATABLE READ, READ ONLY` (one snapshot, taken at its first statement);
+    /// on SQLite any transaction reads one snapshot in WAL mode. Answers assembled from
+    /// several reads (a node's config, the edge config) read through it, so a transition
+    /// committing between two of the reads is seen whole or not at all. Drop it when done.
+    pub async fn snapshot(&self) -> crate::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let mut tx = self.pool.begin().await?;
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(tx)
+    }
+
     /// True when the database answers a trivial query (`/readyz`).
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()

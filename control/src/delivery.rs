@@ -1,6 +1,7 @@
 //! What each node is served: node selection, then the fencing decision of `vf-rules`.
 //! Both config paths (vf-agent HTTP and OpAMP) call [`served_pipelines`]; the pipeline page
-//! calls [`served_nodes`]. All read the live pipeline and release rows.
+//! calls [`served_nodes`]. All read the live pipeline and release rows; a node's answer
+//! reads them from one snapshot ([`crate::Db::snapshot`]).
 //!
 //! An in-flight release whose stored state does not parse still fences: every node of its
 //! pipeline is served the previous version (the targeted set cannot be read), and that is
@@ -11,8 +12,8 @@ use std::collections::BTreeSet;
 use vf_rules::{labels_match, served, InFlight, Served};
 
 use crate::fleet::NodeRow;
-use crate::pipelines::{get_version, list_pipelines, PipelineRow, VersionRow};
-use crate::releases::in_flight_row;
+use crate::pipelines::{pipelines_in, version_in, PipelineRow, VersionRow};
+use crate::releases::{in_flight_row, ReadBy};
 use crate::{Control, Result};
 
 /// One pipeline of the node's environment and what the node gets of it.
@@ -32,8 +33,12 @@ struct Fence {
 }
 
 impl Fence {
-    async fn read(ctl: &Control, pipeline: &PipelineRow) -> Result<Fence> {
-        let Some(row) = in_flight_row(&ctl.db.pool, &pipeline.id).await? else {
+    async fn read(
+        ctl: &Control,
+        conn: impl sqlx::AnyExecutor<'_>,
+        pipeline: &PipelineRow,
+    ) -> Result<Fence> {
+        let Some(row) = in_flight_row(conn, &pipeline.id).await? else {
             return Ok(Fence {
                 release: None,
                 targeted: BTreeSet::new(),
@@ -43,11 +48,7 @@ impl Fence {
         let targeted = match row.parse() {
             Ok(release) => release.targeted(),
             Err(e) => {
-                let consequence = format!(
-                    "fencing serves every node of pipeline {} its previous version",
-                    pipeline.name
-                );
-                e.report(ctl, &consequence);
+                e.report(ctl, ReadBy::Fencing);
                 BTreeSet::new()
             }
         };
@@ -75,14 +76,19 @@ impl Fence {
     }
 }
 
-/// Every pipeline of the node's environment with the fencing decision for this node.
+/// Every pipeline of the node's environment with the fencing decision for this node, all
+/// read from one snapshot: a release completing or rolling back while the answer is being
+/// assembled is seen whole or not at all, so a node never sees its version step back or a
+/// pipeline vanish for one poll.
 pub async fn served_pipelines(ctl: &Control, node: &NodeRow) -> Result<Vec<ServedPipeline>> {
-    let db = &ctl.db;
+    let mut snapshot = ctl.db.snapshot().await?;
     let mut out = Vec::new();
-    for pipeline in list_pipelines(db, &node.environment_id).await? {
-        let decision = Fence::read(ctl, &pipeline).await?.decide(&pipeline, node);
+    for pipeline in pipelines_in(&mut *snapshot, &node.environment_id).await? {
+        let decision = Fence::read(ctl, &mut *snapshot, &pipeline)
+            .await?
+            .decide(&pipeline, node);
         let version = match decision.version() {
-            Some(v) => Some(get_version(db, &pipeline.id, v).await?),
+            Some(v) => Some(version_in(&mut *snapshot, &pipeline.id, v).await?),
             None => None,
         };
         out.push(ServedPipeline {
@@ -91,6 +97,7 @@ pub async fn served_pipelines(ctl: &Control, node: &NodeRow) -> Result<Vec<Serve
             version,
         });
     }
+    snapshot.commit().await?;
     Ok(out)
 }
 
@@ -100,6 +107,6 @@ pub async fn served_nodes(
     pipeline: &PipelineRow,
     nodes: &[NodeRow],
 ) -> Result<Vec<Served>> {
-    let fence = Fence::read(ctl, pipeline).await?;
+    let fence = Fence::read(ctl, &ctl.db.pool, pipeline).await?;
     Ok(nodes.iter().map(|n| fence.decide(pipeline, n)).collect())
 }

@@ -87,12 +87,7 @@ pub async fn get(db: &Db, name: &str) -> Result<Option<StoredRollout>> {
 /// their customers moved) and its version.
 pub async fn edge_config(db: &Db) -> Result<EdgeConfig> {
     // Version and rollouts from one snapshot, so one ETag always means one body.
-    let mut tx = db.pool.begin().await?;
-    if db.dialect == crate::db::Dialect::Postgres {
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            .execute(&mut *tx)
-            .await?;
-    }
+    let mut tx = db.snapshot().await?;
     let version: i64 = sqlx::query_scalar("SELECT version FROM edge_config_state WHERE id = 1")
         .fetch_one(&mut *tx)
         .await?;

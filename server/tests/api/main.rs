@@ -8,7 +8,7 @@ mod access;
 mod accounts;
 mod agent_protocol;
 mod bootstrap;
-
+mod delivery_consistency;
 mod edge;
 mod fuzz_agent;
 mod fuzz_opamp;
