@@ -24,6 +24,8 @@ pub enum Dialect {
 pub struct Db {
     pub pool: AnyPool,
     pub dialect: Dialect,
+    /// Polls' last-seen times not written yet; node reads overlay them.
+    pub last_seen: std::sync::Arc<crate::fleet::LastSeen>,
 }
 
 impl Db {
@@ -59,7 +61,11 @@ impl Db {
                 .await
                 .context("connecting to PostgreSQL")?,
         };
-        let db = Db { pool, dialect };
+        let db = Db {
+            pool,
+            dialect,
+            last_seen: Default::default(),
+        };
         db.migrate().await?;
         Ok(db)
     }

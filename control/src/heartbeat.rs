@@ -323,14 +323,10 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     Ok(capped_total)
 }
 
-/// Marks the node as seen (a poll without a heartbeat body).
-pub async fn touch(db: &Db, node: &NodeRow, now: i64) -> Result<()> {
-    sqlx::query("UPDATE nodes SET last_seen_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(&node.id)
-        .execute(&db.pool)
-        .await?;
-    Ok(())
+/// Marks the node as seen (a poll without a heartbeat body): in memory, written by the next
+/// flush ([`crate::fleet::LastSeen`]), so a poll is not a database write.
+pub fn touch(db: &Db, node: &NodeRow, now: i64) {
+    db.last_seen.record(&node.id, now);
 }
 
 /// One per-minute aggregate row of a pipeline.

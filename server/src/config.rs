@@ -43,6 +43,8 @@ pub struct Config {
     pub bootstrap_enrollment_token: Option<String>,
     /// How often the scheduler ticks; `None` (0) turns the loop off (tests step it).
     pub scheduler_interval_ms: Option<u64>,
+    /// How often polls' last-seen times are written; `None` (0): only on shutdown.
+    pub last_seen_flush_ms: Option<u64>,
     pub prometheus: Option<PromSettings>,
     /// Registered on start as a read-only token for `GET /api/edge-config`.
     pub edge_config_token: Option<String>,
@@ -216,6 +218,13 @@ impl Config {
             0,
             600_000,
         )?;
+        let last_seen_flush_ms = parse_int(
+            "VF_LAST_SEEN_FLUSH_MS",
+            get("VF_LAST_SEEN_FLUSH_MS"),
+            1_000,
+            0,
+            60_000,
+        )?;
         let prometheus = match get("VF_PROMETHEUS_URL") {
             None => None,
             Some(url) => {
@@ -312,6 +321,7 @@ impl Config {
             bootstrap_enrollment_token,
             scheduler_interval_ms: (scheduler_interval_ms > 0)
                 .then_some(scheduler_interval_ms as u64),
+            last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
             prometheus,
             edge_config_token,
             admin_email,
@@ -414,6 +424,16 @@ mod tests {
         );
         let off = Config::from_vars(vars(&[("VF_SCHEDULER_INTERVAL_MS", "0")])).unwrap();
         assert_eq!(off.scheduler_interval_ms, None);
+    }
+
+    #[test]
+    fn last_seen_times_are_written_every_second_unless_told_otherwise() {
+        let default = Config::from_vars(vars(&[])).unwrap();
+        assert_eq!(default.last_seen_flush_ms, Some(1_000));
+        let off = Config::from_vars(vars(&[("VF_LAST_SEEN_FLUSH_MS", "0")])).unwrap();
+        assert_eq!(off.last_seen_flush_ms, None);
+        let e = Config::from_vars(vars(&[("VF_LAST_SEEN_FLUSH_MS", "soon")])).unwrap_err();
+        assert!(e.to_string().starts_with("VF_LAST_SEEN_FLUSH_MS: "), "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The scheduler loop: sleep, tick, repeat; back off after errors; stop on shutdown. The
-//! step itself is `vf_control::releases::tick`, which tests call directly.
+//! The background loops: the scheduler (sleep, tick, repeat; back off after errors; stop on
+//! shutdown; the step itself is `vf_control::releases::tick`, which tests call directly),
+//! and the writer of polls' last-seen times.
 
 use std::time::Duration;
 
@@ -39,4 +40,29 @@ pub async fn run(ctl: Control, every: Duration, mut stop: watch::Receiver<bool>)
         }
     }
     tracing::info!("scheduler stopped");
+}
+
+/// Writes the polls' last-seen times every `every` until shutdown (the last flush after the
+/// HTTP drain is [`flush_once`], called by `run_until`).
+pub async fn flush_last_seen(ctl: Control, every: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => break,
+        }
+        if *stop.borrow() {
+            break;
+        }
+        flush_once(&ctl).await;
+    }
+}
+
+/// One flush; a failure is logged and the times stay pending for the next one.
+pub async fn flush_once(ctl: &Control) {
+    if let Err(e) = ctl.db.last_seen.flush(&ctl.db).await {
+        tracing::error!(
+            error = e.chain(),
+            "writing last-seen times failed; will retry"
+        );
+    }
 }

@@ -32,6 +32,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     scheduler_interval: Option<Duration>,
+    last_seen_flush: Option<Duration>,
     pub addr: SocketAddr,
     pub control: Control,
 }
@@ -90,6 +91,7 @@ pub async fn build_with_clock(
         listener,
         router,
         scheduler_interval: config.scheduler_interval_ms.map(Duration::from_millis),
+        last_seen_flush: config.last_seen_flush_ms.map(Duration::from_millis),
         addr,
         control,
     })
@@ -272,18 +274,30 @@ async fn security_headers(req: Request, next: Next) -> Response {
 }
 
 impl Application {
-    /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s) and
+    /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s),
     /// waits for a scheduler tick in progress to finish (up to 10 s more), so its decisions
-    /// are committed and logged before the process exits.
+    /// are committed and logged before the process exits, and writes the last-seen times
+    /// still in memory.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, "listening");
         let (stop_scheduler, stopped) = tokio::sync::watch::channel(false);
-        let scheduler = self
-            .scheduler_interval
-            .map(|every| tokio::spawn(crate::scheduler::run(self.control.clone(), every, stopped)));
+        let scheduler = self.scheduler_interval.map(|every| {
+            tokio::spawn(crate::scheduler::run(
+                self.control.clone(),
+                every,
+                stopped.clone(),
+            ))
+        });
+        let flusher = self.last_seen_flush.map(|every| {
+            tokio::spawn(crate::scheduler::flush_last_seen(
+                self.control.clone(),
+                every,
+                stopped,
+            ))
+        });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(
             self.listener,
@@ -310,6 +324,11 @@ impl Application {
                 tracing::warn!("the scheduler tick did not finish within 10 s; stopping");
             }
         }
+        if let Some(flusher) = flusher {
+            let _ = flusher.await;
+        }
+        // Every request has been answered: what they recorded in memory is written now.
+        crate::scheduler::flush_once(&self.control).await;
         Ok(())
     }
 

@@ -3,10 +3,12 @@
 mod environments;
 mod groups;
 mod labels;
+mod last_seen;
 mod nodes;
 
 pub use environments::*;
 pub use groups::*;
 pub use labels::{parse_labels, Labels};
+pub use last_seen::{LastSeen, FLUSH_EVERY};
 pub use nodes::*;
 pub use vf_rules::{derive_status, NodeStatus};

@@ -177,23 +177,29 @@ pub struct NodeView {
     pub pipelines: Vec<PipelineStatusRow>,
 }
 
+/// An environment's live nodes, with contacts not written yet applied.
 pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
-    Ok(sqlx::query_as::<_, NodeRow>(crate::sql!(
+    let mut nodes = sqlx::query_as::<_, NodeRow>(crate::sql!(
         "SELECT {NODE_COLUMNS} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL ORDER BY name, id"
     ))
     .bind(environment_id)
     .fetch_all(&db.pool)
-    .await?)
+    .await?;
+    db.last_seen.overlay(&mut nodes);
+    Ok(nodes)
 }
 
+/// One node, with contacts not written yet applied.
 pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
-    sqlx::query_as::<_, NodeRow>(crate::sql!(
+    let mut node = sqlx::query_as::<_, NodeRow>(crate::sql!(
         "SELECT {NODE_COLUMNS} FROM nodes WHERE id = $1"
     ))
     .bind(id)
     .fetch_optional(&db.pool)
     .await?
-    .ok_or_else(|| ControlError::NotFound(format!("node {id}")))
+    .ok_or_else(|| ControlError::NotFound(format!("node {id}")))?;
+    db.last_seen.overlay(std::slice::from_mut(&mut node));
+    Ok(node)
 }
 
 /// The fleet view of an environment: nodes with labels, derived status and pipeline reports.

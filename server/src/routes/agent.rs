@@ -97,7 +97,7 @@ async fn serve_config(
             node
         }
         None => {
-            heartbeat::touch(&ctl.db, node, now).await?;
+            heartbeat::touch(&ctl.db, node, now);
             node
         }
     };

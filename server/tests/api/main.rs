@@ -18,6 +18,7 @@ mod health;
 mod heartbeats;
 mod helpers;
 mod hostile_counters;
+mod last_seen;
 mod opamp;
 mod prometheus;
 mod promql;

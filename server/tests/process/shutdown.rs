@@ -114,6 +114,48 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_before_the_server_ex
     fixture.close().await;
 }
 
+/// Last-seen times are written in batches; a graceful shutdown writes what is pending, so
+/// a node that polled just before SIGTERM is not shown as never seen after the restart.
+#[tokio::test]
+async fn a_graceful_shutdown_writes_the_last_seen_times_still_pending() {
+    let db = TestDb::sqlite();
+    let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
+    let env_id = fixture.env_id.clone();
+    fixture.close().await;
+    let mut server = ServerProcess::start(
+        "server",
+        &db.url,
+        &[
+            ("VF_BOOTSTRAP_ENROLLMENT_TOKEN", ENROLLMENT_TOKEN),
+            // No periodic flush: only the shutdown's can write the poll below.
+            ("VF_LAST_SEEN_FLUSH_MS", "0"),
+        ],
+    )
+    .await;
+    let node = enroll(&server).await;
+    let before = wall_clock_ms();
+    let polled = reqwest::Client::new()
+        .get(format!("{}/api/agent/config", server.url))
+        .bearer_auth(&node.node_token)
+        .timeout(IO_WITHIN)
+        .send()
+        .await
+        .expect("poll");
+    assert_eq!(polled.status(), StatusCode::OK);
+    server.stop().await;
+
+    let fixture = Fixture::reopen(&db.url).await;
+    let view = fleet::fleet(&fixture.control.db, &env_id, wall_clock_ms())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|n| n.node.id == node.node_id)
+        .expect("the enrolled node is in the fleet");
+    let seen = view.node.last_seen_at.expect("the poll's time was written");
+    assert!(seen >= before, "last seen {seen}, polled after {before}");
+    fixture.close().await;
+}
+
 /// Enrolls a node over HTTP with the bootstrap enrollment token.
 async fn enroll(server: &ServerProcess) -> EnrollResponse {
     let request = EnrollRequest {

@@ -1,0 +1,107 @@
+//! A config poll is not a database write: when a node last polled is kept in memory, shown
+//! at once in its status, and written in one batch by the next flush (every second in a
+//! running server, and on a graceful shutdown: `server/tests/process/shutdown.rs`).
+
+use vf_control::testing::TestDb;
+
+use crate::helpers::TestApp;
+
+/// A server whose periodic flush is off, so the test decides when one happens.
+async fn quiet(db: TestDb) -> TestApp {
+    TestApp::spawn_with(db, |c| c.last_seen_flush_ms = None).await
+}
+
+async fn stored_last_seen(app: &TestApp, node_id: &str) -> Option<i64> {
+    sqlx::query_scalar("SELECT last_seen_at FROM nodes WHERE id = $1")
+        .bind(node_id)
+        .fetch_one(&app.control.db.pool)
+        .await
+        .unwrap()
+}
+
+async fn a_poll_shows_at_once_and_is_written_by_the_next_flush(app: TestApp) {
+    let nodes = [
+        app.enroll("edge-1", &[]).await,
+        app.enroll("edge-2", &[]).await,
+    ];
+    let polled_at = app.now();
+    for node in &nodes {
+        assert_eq!(app.get_config(&node.node_token, None).await.status(), 200);
+        assert_eq!(
+            stored_last_seen(&app, &node.node_id).await,
+            None,
+            "the poll wrote nothing"
+        );
+        let view = app.node_view(&node.node_id).await;
+        assert_eq!(view.node.last_seen_at, Some(polled_at));
+        assert_eq!(view.status, vf_rules::NodeStatus::Healthy);
+    }
+
+    assert_eq!(
+        app.control
+            .db
+            .last_seen
+            .flush(&app.control.db)
+            .await
+            .unwrap(),
+        2
+    );
+    for node in &nodes {
+        assert_eq!(stored_last_seen(&app, &node.node_id).await, Some(polled_at));
+    }
+    assert_eq!(
+        app.control
+            .db
+            .last_seen
+            .flush(&app.control.db)
+            .await
+            .unwrap(),
+        0,
+        "nothing is written twice"
+    );
+}
+
+#[tokio::test]
+async fn a_poll_shows_at_once_and_is_written_by_the_next_flush_on_sqlite() {
+    a_poll_shows_at_once_and_is_written_by_the_next_flush(quiet(TestDb::sqlite()).await).await;
+}
+
+#[tokio::test]
+async fn a_poll_shows_at_once_and_is_written_by_the_next_flush_on_postgres() {
+    a_poll_shows_at_once_and_is_written_by_the_next_flush(quiet(TestDb::postgres().await).await)
+        .await;
+}
+
+/// A flush never moves a time backwards: a newer time another replica (or a heartbeat)
+/// stored stays.
+async fn a_flush_never_moves_a_stored_time_backwards(app: TestApp) {
+    let node = app.enroll("edge-1", &[]).await;
+    let early = app.now();
+    assert_eq!(app.get_config(&node.node_token, None).await.status(), 200);
+    sqlx::query("UPDATE nodes SET last_seen_at = $1 WHERE id = $2")
+        .bind(early + 60_000)
+        .bind(&node.node_id)
+        .execute(&app.control.db.pool)
+        .await
+        .unwrap();
+    app.control
+        .db
+        .last_seen
+        .flush(&app.control.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_last_seen(&app, &node.node_id).await,
+        Some(early + 60_000)
+    );
+}
+
+#[tokio::test]
+async fn a_flush_never_moves_a_stored_time_backwards_on_sqlite() {
+    a_flush_never_moves_a_stored_time_backwards(quiet(TestDb::sqlite()).await).await;
+}
+
+#[tokio::test]
+async fn a_flush_never_moves_a_stored_time_backwards_on_postgres() {
+    a_flush_never_moves_a_stored_time_backwards(quiet(TestDb::postgres().await).await).await;
+}
