@@ -90,7 +90,7 @@ pub async fn node_for_token(db: &Db, token: &str) -> Result<NodeRow> {
         "SELECT token_hash, {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
     ))
     .bind(token_hash(token))
-    .fetch_optional(&db.pool)
+    .fetch_optional(&db.read)
     .await?
     .filter(|row| hash_matches(&row.token_hash, token))
     .map(|row| row.node)
@@ -114,8 +114,8 @@ pub async fn config_for_node(
                 pipeline_id: s.pipeline.id,
                 pipeline_name: s.pipeline.name,
                 version: v.version,
-                config_yaml: v.config_yaml,
-                checksum: v.checksum,
+                config_yaml: v.config_yaml.clone(),
+                checksum: v.checksum.clone(),
                 log_level: s.pipeline.log_level,
             })
         })

@@ -1,9 +1,12 @@
 //! The database: one SQLite file by default, PostgreSQL when `DATABASE_URL` says so.
 //!
 //! Both dialects go through sqlx's `Any` driver with `$1` placeholders and simple column
-//! types (i64, f64, String). SQLite runs with a single connection: every write is then
-//! serialised in-process, so transactions never fail with `SQLITE_BUSY`; PostgreSQL gets a
-//! real pool, and races between replicas are settled by row versions and unique indexes.
+//! types (i64, f64, String). SQLite (WAL) has one writing connection, so every write is
+//! serialised in-process and transactions never fail with `SQLITE_BUSY`, plus a pool of
+//! read-only connections for the agents' config polls ([`Db::read`]): in WAL mode readers
+//! and the writer never wait for each other, so polls never queue behind writes.
+//! PostgreSQL gets one real pool (`VF_DB_MAX_CONNECTIONS`) serving both, and races between
+//! replicas are settled by row versions and unique indexes.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -19,26 +22,53 @@ pub enum Dialect {
     Postgres,
 }
 
+/// How many connections to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// PostgreSQL: the pool every query uses.
+    pub postgres: u32,
+    /// SQLite: the read-only connections of [`Db::read`] (the writer is always one).
+    pub sqlite_readers: u32,
+}
+
+impl Default for PoolSizes {
+    fn default() -> Self {
+        PoolSizes {
+            postgres: 10,
+            sqlite_readers: 4,
+        }
+    }
+}
+
 /// The shared handle to the database.
 #[derive(Debug, Clone)]
 pub struct Db {
+    /// Every write, and reads that must see them.
     pub pool: AnyPool,
+    /// Reads on the agents' hot path: SQLite's read-only connections, or on PostgreSQL the
+    /// same pool as [`Db::pool`]. A read here sees every committed write.
+    pub read: AnyPool,
     pub dialect: Dialect,
     /// Polls' last-seen times not written yet; node reads overlay them.
     pub last_seen: std::sync::Arc<crate::fleet::LastSeen>,
 }
 
 impl Db {
-    /// Connects (creating a SQLite file if missing) and applies pending migrations.
+    /// Connects with the default pool sizes (see [`Db::connect_with`]).
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        Self::connect_with(url, PoolSizes::default()).await
+    }
+
+    /// Connects (creating a SQLite file if missing) and applies pending migrations.
+    pub async fn connect_with(url: &str, sizes: PoolSizes) -> anyhow::Result<Db> {
         sqlx::any::install_default_drivers();
         let dialect = dialect_of(url)?;
-        let pool = match dialect {
+        let (pool, read) = match dialect {
             Dialect::Sqlite => {
                 let url = sqlite_url_creating_file(url);
                 let options = AnyConnectOptions::from_str(&url)
                     .with_context(|| "DATABASE_URL is not a valid sqlite URL".to_string())?;
-                AnyPoolOptions::new()
+                let writer = AnyPoolOptions::new()
                     .max_connections(1)
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(|conn, _| {
@@ -50,19 +80,41 @@ impl Db {
                             Ok(())
                         })
                     })
-                    .connect_with(options)
+                    .connect_with(options.clone())
                     .await
-                    .context("opening the SQLite database")?
+                    .context("opening the SQLite database")?;
+                // Opened lazily, after the writer set WAL mode; `query_only` refuses writes.
+                let readers = AnyPoolOptions::new()
+                    .max_connections(sizes.sqlite_readers.max(1))
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA busy_timeout = 5000").await?;
+                            conn.execute("PRAGMA query_only = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_lazy_with(options);
+                // An in-memory database exists once per connection: read through the writer.
+                if url.contains(":memory:") {
+                    (writer.clone(), writer)
+                } else {
+                    (writer, readers)
+                }
             }
-            Dialect::Postgres => AnyPoolOptions::new()
-                .max_connections(10)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect(url)
-                .await
-                .context("connecting to PostgreSQL")?,
+            Dialect::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(sizes.postgres.max(1))
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect(url)
+                    .await
+                    .context("connecting to PostgreSQL")?;
+                (pool.clone(), pool)
+            }
         };
         let db = Db {
             pool,
+            read,
             dialect,
             last_seen: Default::default(),
         };
@@ -88,7 +140,7 @@ impl Db {
     /// several reads (a node's config, the edge config) read through it, so a transition
     /// committing between two of the reads is seen whole or not at all. Drop it when done.
     pub async fn snapshot(&self) -> crate::Result<sqlx::Transaction<'static, sqlx::Any>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.read.begin().await?;
         if self.dialect == Dialect::Postgres {
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 .execute(&mut *tx)

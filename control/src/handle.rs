@@ -37,6 +37,8 @@ pub struct Control {
     pub metrics: crate::metrics::Metrics,
     /// Failed sign-ins per account and IP.
     pub login_limiter: Arc<crate::accounts::limiter::LoginLimiter>,
+    /// Targeted sets by release row version, and version bodies, for the config paths.
+    pub delivery: Arc<crate::delivery::DeliveryCache>,
 }
 
 impl Control {
@@ -48,6 +50,7 @@ impl Control {
             http: reqwest::Client::new(),
             metrics: crate::metrics::Metrics::default(),
             login_limiter: Arc::default(),
+            delivery: Arc::default(),
         }
     }
 

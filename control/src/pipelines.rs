@@ -88,19 +88,11 @@ fn parse_changelog(changelog: &str) -> Result<String> {
 }
 
 pub async fn list_pipelines(db: &Db, environment_id: &str) -> Result<Vec<PipelineRow>> {
-    pipelines_in(&db.pool, environment_id).await
-}
-
-/// An environment's pipelines by name, through `conn` (the pool, or a snapshot).
-pub(crate) async fn pipelines_in(
-    conn: impl sqlx::AnyExecutor<'_>,
-    environment_id: &str,
-) -> Result<Vec<PipelineRow>> {
     Ok(sqlx::query_as::<_, PipelineRow>(crate::sql!(
         "SELECT {PIPELINE_COLUMNS} FROM pipelines WHERE environment_id = $1 ORDER BY name"
     ))
     .bind(environment_id)
-    .fetch_all(conn)
+    .fetch_all(&db.pool)
     .await?)
 }
 

@@ -31,6 +31,8 @@ pub enum LogFormat {
 #[derive(Clone, PartialEq)]
 pub struct Config {
     pub database_url: String,
+    /// `VF_DB_MAX_CONNECTIONS`: PostgreSQL's pool, or SQLite's read-only connections.
+    pub db_max_connections: Option<u32>,
     pub addr: SocketAddr,
     pub site_root: String,
     pub site_pkg_dir: String,
@@ -218,6 +220,10 @@ impl Config {
             0,
             600_000,
         )?;
+        let db_max_connections = get("VF_DB_MAX_CONNECTIONS")
+            .map(|raw| parse_int("VF_DB_MAX_CONNECTIONS", Some(raw), 0, 1, 1_000))
+            .transpose()?
+            .map(|n| n as u32);
         let last_seen_flush_ms = parse_int(
             "VF_LAST_SEEN_FLUSH_MS",
             get("VF_LAST_SEEN_FLUSH_MS"),
@@ -322,6 +328,7 @@ impl Config {
             scheduler_interval_ms: (scheduler_interval_ms > 0)
                 .then_some(scheduler_interval_ms as u64),
             last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
+            db_max_connections,
             prometheus,
             edge_config_token,
             admin_email,
@@ -424,6 +431,22 @@ mod tests {
         );
         let off = Config::from_vars(vars(&[("VF_SCHEDULER_INTERVAL_MS", "0")])).unwrap();
         assert_eq!(off.scheduler_interval_ms, None);
+    }
+
+    #[test]
+    fn the_pool_size_is_the_default_unless_given_and_must_be_positive() {
+        assert_eq!(
+            Config::from_vars(vars(&[])).unwrap().db_max_connections,
+            None
+        );
+        let c = Config::from_vars(vars(&[("VF_DB_MAX_CONNECTIONS", "32")])).unwrap();
+        assert_eq!(c.db_max_connections, Some(32));
+        let e = Config::from_vars(vars(&[("VF_DB_MAX_CONNECTIONS", "0")])).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("VF_DB_MAX_CONNECTIONS: must be between 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use leptos_axum::{generate_route_list_with_exclusions, LeptosRoutes};
 use tokio::net::TcpListener;
 use vf_control::access::{Role, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
+use vf_control::db::PoolSizes;
 use vf_control::{fleet, Actor, Clock, Control, Db, Settings, SystemClock};
 
 use crate::auth::{self, AuthSettings};
@@ -47,7 +48,12 @@ pub async fn build_with_clock(
     config: Config,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<Application> {
-    let db = Db::connect(&config.database_url).await?;
+    let mut sizes = PoolSizes::default();
+    if let Some(n) = config.db_max_connections {
+        sizes.postgres = n;
+        sizes.sqlite_readers = n;
+    }
+    let db = Db::connect_with(&config.database_url, sizes).await?;
     let control = Control::new(
         db,
         clock,

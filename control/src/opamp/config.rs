@@ -151,14 +151,16 @@ mod tests {
                 updated_at: 0,
             },
             served,
-            version: body.map(|b| VersionRow {
-                pipeline_id: format!("id-{name}"),
-                version: served.version().unwrap_or(0),
-                config_yaml: b.into(),
-                checksum: crate::ids::sha256_hex(b.as_bytes()),
-                changelog: String::new(),
-                author: "t".into(),
-                created_at: 0,
+            version: body.map(|b| {
+                std::sync::Arc::new(VersionRow {
+                    pipeline_id: format!("id-{name}"),
+                    version: served.version().unwrap_or(0),
+                    config_yaml: b.into(),
+                    checksum: crate::ids::sha256_hex(b.as_bytes()),
+                    changelog: String::new(),
+                    author: "t".into(),
+                    created_at: 0,
+                })
             }),
         }
     }

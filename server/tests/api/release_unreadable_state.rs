@@ -36,11 +36,15 @@ async fn a_corrupt_release_is_named_by_every_reader_and_can_still_be_rolled_back
     poll_all(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(1)]);
 
-    let corrupted = sqlx::query("UPDATE releases SET stages = '{not json' WHERE id = $1")
-        .bind(&id)
-        .execute(&app.control.db.pool)
-        .await
-        .unwrap();
+    // Written as every writer of release rows must write: with the row version bumped, since
+    // fencing keeps a release's parsed targets per row version.
+    let corrupted = sqlx::query(
+        "UPDATE releases SET stages = '{not json', row_version = row_version + 1 WHERE id = $1",
+    )
+    .bind(&id)
+    .execute(&app.control.db.pool)
+    .await
+    .unwrap();
     assert_eq!(corrupted.rows_affected(), 1);
 
     // Fencing: the targeted set cannot be read, so every node gets the previous version.
