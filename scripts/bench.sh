@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# make bench (not part of CI): a release build of server/benches/fleet, run once on this
+# machine with PostgreSQL started for the PostgreSQL rows; writes docs/benchmarks.md.
+#
+#   make bench
+#   BENCH_NODES=10000 BENCH_BIG_NODES=100000 BENCH_SECS=5 make bench
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+if [ -z "${VF_TEST_POSTGRES_URL:-}" ]; then
+  VF_TEST_POSTGRES_URL="$(bash scripts/postgres.sh | tail -n 1)"
+  export VF_TEST_POSTGRES_URL
+fi
+exec cargo bench -p server --bench fleet
