@@ -79,3 +79,31 @@ pub async fn pipeline_minutes(db: &Db, pipeline_id: &str, since: i64) -> Result<
     .fetch_all(&db.pool)
     .await?)
 }
+
+/// One config answer as a test records it: pipeline id -> version served.
+pub type ServedVersions = std::collections::BTreeMap<String, i64>;
+
+/// Every way a node's recorded answers break fencing's promise, described: a pipeline's
+/// version stepping back, or a pipeline the node was running vanishing. `answers` are in
+/// the order the node got them, each with where it came from (a replica's name, or "").
+pub fn fencing_violations(node: &str, answers: &[(String, ServedVersions)]) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<&str, i64> = Default::default();
+    let mut found = Vec::new();
+    for (i, (from, answer)) in answers.iter().enumerate() {
+        for (pipeline, before) in &seen {
+            match answer.get(*pipeline) {
+                None => found.push(format!(
+                    "{node} poll {i} {from}: {pipeline} vanished (was v{before})"
+                )),
+                Some(now) if now < before => found.push(format!(
+                    "{node} poll {i} {from}: {pipeline} went v{before} -> v{now}"
+                )),
+                Some(_) => {}
+            }
+        }
+        for (pipeline, version) in answer {
+            seen.insert(pipeline, *version);
+        }
+    }
+    found
+}

@@ -5,24 +5,25 @@
 //! vanish (a first deploy rolled back is the one case where a pipeline may go away, and
 //! this test does not roll one back).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use vf_control::releases;
+use vf_control::testing::{fencing_violations, ServedVersions};
 use vf_rules::Action;
 
 use crate::helpers::{operator, TestApp};
 use crate::releases::wave;
 
 /// `pipeline id -> version` of one answer.
-type Answer = BTreeMap<String, i64>;
+type Answer = ServedVersions;
 
 const RELEASES: usize = 12;
 const NODES: usize = 6;
 
-async fn poll_until(url: String, token: String, stop: Arc<AtomicBool>) -> Vec<Answer> {
+/// Every answer the node got, in order (from the one server: no label).
+async fn poll_until(url: String, token: String, stop: Arc<AtomicBool>) -> Vec<(String, Answer)> {
     let client = reqwest::Client::new();
     let mut answers = Vec::new();
     // One more round after the stop, so every node also sees the final state.
@@ -51,32 +52,9 @@ async fn poll_until(url: String, token: String, stop: Arc<AtomicBool>) -> Vec<An
                 )
             })
             .collect();
-        answers.push(answer);
+        answers.push((String::new(), answer));
     }
     answers
-}
-
-/// Each backwards step or vanished pipeline in one node's answers, described.
-fn violations(node: usize, answers: &[Answer]) -> Vec<String> {
-    let mut seen: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut found = Vec::new();
-    for (i, answer) in answers.iter().enumerate() {
-        for (pipeline, before) in &seen {
-            match answer.get(*pipeline) {
-                None => found.push(format!(
-                    "node {node} poll {i}: {pipeline} vanished (was v{before})"
-                )),
-                Some(now) if now < before => found.push(format!(
-                    "node {node} poll {i}: {pipeline} went v{before} -> v{now}"
-                )),
-                Some(_) => {}
-            }
-        }
-        for (pipeline, version) in answer {
-            seen.insert(pipeline, *version);
-        }
-    }
-    found
 }
 
 async fn no_node_sees_a_version_step_back_while_transitions_commit(app: TestApp) {
@@ -137,8 +115,8 @@ async fn no_node_sees_a_version_step_back_while_transitions_commit(app: TestApp)
     for (node, poller) in pollers.into_iter().enumerate() {
         let answers = poller.await.unwrap();
         polls += answers.len();
-        all.extend(violations(node, &answers));
-        let last = answers.last().unwrap();
+        all.extend(fencing_violations(&format!("node {node}"), &answers));
+        let (_, last) = answers.last().unwrap();
         assert_eq!(
             last.len(),
             2 * RELEASES,

@@ -3,12 +3,11 @@
 //! and no node ever sees a pipeline's version step back or a pipeline it was running
 //! vanish. A transition committed by one replica is what the other serves next.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use vf_control::testing::TestDb;
+use vf_control::testing::{fencing_violations, ServedVersions, TestDb};
 
 use crate::fixture::{health_window_stage, stage, wall_clock_ms, Fixture, BAKE_MS};
 use crate::server::ServerProcess;
@@ -22,7 +21,7 @@ const DECIDE_WITHIN_MS: i64 = 15_000;
 const TICK: &[(&str, &str)] = &[("VF_SCHEDULER_INTERVAL_MS", "50")];
 
 /// `pipeline id -> version` of one answer.
-type Answer = BTreeMap<String, i64>;
+type Answer = ServedVersions;
 
 async fn poll(client: &reqwest::Client, addr: SocketAddr, token: &str) -> Answer {
     let resp = client
@@ -45,29 +44,6 @@ async fn poll(client: &reqwest::Client, addr: SocketAddr, token: &str) -> Answer
             )
         })
         .collect()
-}
-
-/// Each backwards step or vanished pipeline in one node's answers.
-fn violations(node: usize, answers: &[(char, Answer)]) -> Vec<String> {
-    let mut seen: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut found = Vec::new();
-    for (i, (replica, answer)) in answers.iter().enumerate() {
-        for (pipeline, before) in &seen {
-            match answer.get(*pipeline) {
-                None => found.push(format!(
-                    "node {node} poll {i} (replica {replica}): {pipeline} vanished (was v{before})"
-                )),
-                Some(now) if now < before => found.push(format!(
-                    "node {node} poll {i} (replica {replica}): {pipeline} went v{before} -> v{now}"
-                )),
-                Some(_) => {}
-            }
-        }
-        for (pipeline, version) in answer {
-            seen.insert(pipeline, *version);
-        }
-    }
-    found
 }
 
 #[tokio::test]
@@ -119,14 +95,14 @@ async fn nodes_polling_two_replicas_never_step_back_while_both_schedulers_decide
         .iter()
         .map(|token| {
             let (token, stop_at) = (token.clone(), stop_at.clone());
-            let replicas = [('A', a.addr), ('B', b.addr)];
+            let replicas = [("from replica A", a.addr), ("from replica B", b.addr)];
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
                 let mut answers = Vec::new();
                 let mut i = 0;
                 while wall_clock_ms() < stop_at.load(std::sync::atomic::Ordering::SeqCst) {
                     let (name, addr) = replicas[i % 2];
-                    answers.push((name, poll(&client, addr, &token).await));
+                    answers.push((name.to_string(), poll(&client, addr, &token).await));
                     i += 1;
                 }
                 answers
@@ -156,7 +132,7 @@ async fn nodes_polling_two_replicas_never_step_back_while_both_schedulers_decide
     for (node, poller) in pollers.into_iter().enumerate() {
         let answers = poller.await.unwrap();
         polls += answers.len();
-        all.extend(violations(node, &answers));
+        all.extend(fencing_violations(&format!("node {node}"), &answers));
         let (_, last) = answers.last().unwrap();
         assert_eq!(last.len(), RELEASES, "node {node} ends with every pipeline");
         for (i, pipeline_id) in pipelines.iter().enumerate() {
