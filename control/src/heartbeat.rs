@@ -176,31 +176,42 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     let known: HashSet<String> =
         sqlx::query_scalar::<_, String>("SELECT id FROM pipelines WHERE environment_id = $1")
             .bind(&node.environment_id)
-            .fetch_all(&db.pool)
+            .fetch_all(&db.read)
             .await?
             .into_iter()
             .collect();
     let host_metrics = hb.host_metrics.map(|v| v.to_string());
     let minute = minute_of(now);
 
+    // Most heartbeats repeat the node's facts: then only the time changes, and that is
+    // kept in memory like a poll's (`LastSeen`) instead of written here.
+    let changes = |new: &Option<String>, old: &Option<String>| new.is_some() && new != old;
+    let facts_changed = changes(&agent_version, &node.agent_version)
+        || changes(&vector_version, &node.vector_version)
+        || changes(&labels, &Some(node.reported_labels.clone()))
+        || host_metrics.is_some();
     let mut capped_total = 0;
     let mut tx = db.pool.begin().await?;
-    sqlx::query(
-        "UPDATE nodes SET last_seen_at = $1,
-            agent_version = COALESCE($2, agent_version),
-            vector_version = COALESCE($3, vector_version),
-            reported_labels = COALESCE($4, reported_labels),
-            host_metrics = COALESCE($5, host_metrics)
-         WHERE id = $6",
-    )
-    .bind(now)
-    .bind(agent_version)
-    .bind(vector_version)
-    .bind(labels)
-    .bind(host_metrics)
-    .bind(&node.id)
-    .execute(&mut *tx)
-    .await?;
+    if facts_changed {
+        sqlx::query(
+            "UPDATE nodes SET last_seen_at = $1,
+                agent_version = COALESCE($2, agent_version),
+                vector_version = COALESCE($3, vector_version),
+                reported_labels = COALESCE($4, reported_labels),
+                host_metrics = COALESCE($5, host_metrics)
+             WHERE id = $6",
+        )
+        .bind(now)
+        .bind(agent_version)
+        .bind(vector_version)
+        .bind(labels)
+        .bind(host_metrics)
+        .bind(&node.id)
+        .execute(&mut *tx)
+        .await?;
+    } else {
+        db.last_seen.record(&node.id, now);
+    }
 
     for (report, counters) in checked {
         if !known.contains(&report.pipeline_id) {

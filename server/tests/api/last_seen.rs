@@ -1,6 +1,7 @@
-//! A config poll is not a database write: when a node last polled is kept in memory, shown
-//! at once in its status, and written in one batch by the next flush (every second in a
-//! running server, and on a graceful shutdown: `server/tests/process/shutdown.rs`).
+//! A config poll is not a database write, nor is the time of a heartbeat that repeats the
+//! node's facts: when a node last spoke is kept in memory, shown at once in its status, and
+//! written in one batch by the next flush (every second in a running server, and on a
+//! graceful shutdown: `server/tests/process/shutdown.rs`).
 
 use vf_control::testing::TestDb;
 
@@ -104,4 +105,47 @@ async fn a_flush_never_moves_a_stored_time_backwards_on_sqlite() {
 #[tokio::test]
 async fn a_flush_never_moves_a_stored_time_backwards_on_postgres() {
     a_flush_never_moves_a_stored_time_backwards(quiet(TestDb::postgres().await).await).await;
+}
+
+/// A heartbeat repeating the node's facts writes only its reports; the time joins the
+/// batch. A heartbeat with a new fact writes the node row at once.
+async fn a_heartbeat_writes_the_node_row_only_when_a_fact_changes(app: TestApp) {
+    let node = app.enroll("edge-1", &[]).await;
+    let same = serde_json::json!({ "pipelines": [], "agentVersion": "1.2.3" }).to_string();
+    assert_eq!(
+        app.post_heartbeat(&node.node_token, same).await.status(),
+        200
+    );
+    assert_eq!(stored_last_seen(&app, &node.node_id).await, None);
+    let view = app.node_view(&node.node_id).await;
+    assert_eq!(view.status, vf_rules::NodeStatus::Healthy);
+
+    app.clock.advance_ms(1_000);
+    let upgraded = serde_json::json!({ "pipelines": [], "agentVersion": "1.3.0" }).to_string();
+    assert_eq!(
+        app.post_heartbeat(&node.node_token, upgraded)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(stored_last_seen(&app, &node.node_id).await, Some(app.now()));
+    assert_eq!(
+        app.node_view(&node.node_id)
+            .await
+            .node
+            .agent_version
+            .as_deref(),
+        Some("1.3.0")
+    );
+}
+
+#[tokio::test]
+async fn a_heartbeat_writes_the_node_row_only_when_a_fact_changes_on_sqlite() {
+    a_heartbeat_writes_the_node_row_only_when_a_fact_changes(quiet(TestDb::sqlite()).await).await;
+}
+
+#[tokio::test]
+async fn a_heartbeat_writes_the_node_row_only_when_a_fact_changes_on_postgres() {
+    a_heartbeat_writes_the_node_row_only_when_a_fact_changes(quiet(TestDb::postgres().await).await)
+        .await;
 }
