@@ -125,22 +125,10 @@ async fn polls(knobs: &Knobs, report: &mut Report) {
     let bare = fleet::bare_axum().await;
     let fleet = Fleet::start(TestDb::sqlite(), knobs.nodes).await;
     fleet.release(Stage::Percent(10)).await;
-    let etags = fleet.etags(&fleet.tokens).await;
 
     let bare_run = measure(knobs, bare, vec![get("/", "")], 200).await;
     let health = measure(knobs, fleet.addr, vec![get("/healthz", "")], 200).await;
-    let not_modified = fleet
-        .tokens
-        .iter()
-        .zip(&etags)
-        .map(|(t, e)| {
-            get(
-                "/api/agent/config",
-                &format!("Authorization: Bearer {t}\r\nIf-None-Match: {e}\r\n"),
-            )
-        })
-        .collect();
-    let poll_304 = measure(knobs, fleet.addr, not_modified, 304).await;
+    let poll_304 = fleet.poll_304(knobs, &fleet.tokens).await;
     let full = fleet
         .tokens
         .iter()
