@@ -245,7 +245,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_client_ip_is_the_trusted_proxys_last_hop_else_the_peer() {
-        let (mut state, _db) = testing::state().await;
+        let (state, _db) = testing::state().await;
         let mut req = Request::builder()
             .header("x-forwarded-for", "203.0.113.9, 198.51.100.7")
             .body(())
@@ -258,10 +258,13 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(peer.as_deref(), Some("10.0.0.5"));
-        state.auth = std::sync::Arc::new(AuthSettings {
-            client_ip_header: Some(header::HeaderName::from_static("x-forwarded-for")),
-            ..AuthSettings::default()
-        });
+        let state = testing::with_auth(
+            &state,
+            AuthSettings {
+                client_ip_header: Some(header::HeaderName::from_static("x-forwarded-for")),
+                ..AuthSettings::default()
+            },
+        );
         let ClientIp(forwarded) = ClientIp::from_request_parts(&mut req, &state)
             .await
             .unwrap();

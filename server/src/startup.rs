@@ -25,7 +25,7 @@ use vf_control::{fleet, Actor, Clock, Control, Db, Settings, SystemClock};
 use crate::auth::{self, AuthSettings};
 use crate::config::Config;
 use crate::extract::Caller;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use crate::{routes, server_fns};
 
 /// A built, bound server that has not started serving yet.
@@ -75,7 +75,7 @@ pub async fn build_with_clock(
         .site_pkg_dir(config.site_pkg_dir.clone())
         .site_addr(addr)
         .build();
-    let state = AppState {
+    let state = AppState::new(Shared {
         control: control.clone(),
         metrics: control.metrics.clone(),
         leptos_options: leptos_options.clone(),
@@ -90,7 +90,7 @@ pub async fn build_with_clock(
                 .and_then(|h| axum::http::HeaderName::from_bytes(h.as_bytes()).ok()),
             public_origin: config.public_url.clone(),
         }),
-    };
+    });
     first_admin(&control, &config, addr).await?;
     let router = router(state, &config)?;
     Ok(Application {
