@@ -26,16 +26,7 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_before_the_server_ex
     let pipeline = fixture.pipeline_on_v1("logs").await;
     let env_id = fixture.env_id.clone();
     fixture.close().await;
-    let mut server = ServerProcess::start(
-        "server",
-        &db.url,
-        &[
-            ("VF_BOOTSTRAP_ENROLLMENT_TOKEN", ENROLLMENT_TOKEN),
-            ("VF_SCHEDULER_INTERVAL_MS", "1000"),
-        ],
-    )
-    .await;
-    let node = enroll(&server).await;
+    let (mut server, node) = start_and_enroll(&db, ("VF_SCHEDULER_INTERVAL_MS", "1000")).await;
 
     // The heartbeat's headers, with `Expect: 100-continue`: the server answers
     // `100 Continue` only once the handler starts reading the body, so the test knows the
@@ -99,19 +90,12 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_before_the_server_ex
     );
 
     // The heartbeat was recorded before the process went away.
-    let fixture = Fixture::reopen(&db.url).await;
-    let view = fleet::fleet(&fixture.control.db, &env_id, wall_clock_ms())
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|n| n.node.id == node.node_id)
-        .expect("the enrolled node is in the fleet");
+    let view = stored_view(&db, &env_id, &node.node_id).await;
     assert!(view.node.last_seen_at.is_some(), "{view:?}");
     assert_eq!(view.pipelines.len(), 1, "{view:?}");
     assert_eq!(view.pipelines[0].pipeline_id, pipeline.id);
     assert_eq!(view.pipelines[0].events_in, 7);
     assert_eq!(view.pipelines[0].status, "RUNNING");
-    fixture.close().await;
 }
 
 /// Last-seen times are written in batches; a graceful shutdown writes what is pending, so
@@ -122,17 +106,8 @@ async fn a_graceful_shutdown_writes_the_last_seen_times_still_pending() {
     let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
     let env_id = fixture.env_id.clone();
     fixture.close().await;
-    let mut server = ServerProcess::start(
-        "server",
-        &db.url,
-        &[
-            ("VF_BOOTSTRAP_ENROLLMENT_TOKEN", ENROLLMENT_TOKEN),
-            // No periodic flush: only the shutdown's can write the poll below.
-            ("VF_LAST_SEEN_FLUSH_MS", "0"),
-        ],
-    )
-    .await;
-    let node = enroll(&server).await;
+    // No periodic flush: only the shutdown's can write the poll below.
+    let (mut server, node) = start_and_enroll(&db, ("VF_LAST_SEEN_FLUSH_MS", "0")).await;
     let before = wall_clock_ms();
     let polled = reqwest::Client::new()
         .get(format!("{}/api/agent/config", server.url))
@@ -144,16 +119,35 @@ async fn a_graceful_shutdown_writes_the_last_seen_times_still_pending() {
     assert_eq!(polled.status(), StatusCode::OK);
     server.stop().await;
 
+    let view = stored_view(&db, &env_id, &node.node_id).await;
+    let seen = view.node.last_seen_at.expect("the poll's time was written");
+    assert!(seen >= before, "last seen {seen}, polled after {before}");
+}
+
+/// The server binary on `db` with the bootstrap enrollment token and `extra`, and one node
+/// enrolled over HTTP.
+async fn start_and_enroll(db: &TestDb, extra: (&str, &str)) -> (ServerProcess, EnrollResponse) {
+    let server = ServerProcess::start(
+        "server",
+        &db.url,
+        &[("VF_BOOTSTRAP_ENROLLMENT_TOKEN", ENROLLMENT_TOKEN), extra],
+    )
+    .await;
+    let node = enroll(&server).await;
+    (server, node)
+}
+
+/// The node as the database holds it after the server exited (the library's fleet view).
+async fn stored_view(db: &TestDb, env_id: &str, node_id: &str) -> fleet::NodeView {
     let fixture = Fixture::reopen(&db.url).await;
-    let view = fleet::fleet(&fixture.control.db, &env_id, wall_clock_ms())
+    let view = fleet::fleet(&fixture.control.db, env_id, wall_clock_ms())
         .await
         .unwrap()
         .into_iter()
-        .find(|n| n.node.id == node.node_id)
+        .find(|n| n.node.id == node_id)
         .expect("the enrolled node is in the fleet");
-    let seen = view.node.last_seen_at.expect("the poll's time was written");
-    assert!(seen >= before, "last seen {seen}, polled after {before}");
     fixture.close().await;
+    view
 }
 
 /// Enrolls a node over HTTP with the bootstrap enrollment token.
