@@ -174,31 +174,18 @@ impl Fleet {
 
     /// `pipeline.get` as automation calls it: time and answer size.
     pub async fn pipeline_get(&self) -> (Duration, usize) {
-        let started = Instant::now();
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/pipeline.get", self.url))
-            .bearer_auth(API_TOKEN)
-            .json(&json!({ "id": self.pipeline_id }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200);
-        let body = resp.bytes().await.unwrap();
-        (started.elapsed(), body.len())
+        timed(
+            reqwest::Client::new()
+                .post(format!("{}/api/pipeline.get", self.url))
+                .json(&json!({ "id": self.pipeline_id })),
+        )
+        .await
     }
 
     /// The pipeline page, server-rendered: time and size.
     pub async fn pipeline_page(&self) -> (Duration, usize) {
-        let started = Instant::now();
-        let resp = reqwest::Client::new()
-            .get(format!("{}/pipelines/{}", self.url, self.pipeline_id))
-            .bearer_auth(API_TOKEN)
-            .send()
+        timed(reqwest::Client::new().get(format!("{}/pipelines/{}", self.url, self.pipeline_id)))
             .await
-            .unwrap();
-        assert_eq!(resp.status(), 200);
-        let body = resp.bytes().await.unwrap();
-        (started.elapsed(), body.len())
     }
 
     /// `count` more pipelines, each with a one-stage release whose bake has ended.
@@ -254,6 +241,16 @@ impl Fleet {
             .filter(|o| matches!(o.decision, releases::Ticked::Decided(_)))
             .count()
     }
+}
+
+/// Sends `request` as the admin and reads the whole answer, which must be 200: how long
+/// that took and how many bytes came back.
+async fn timed(request: reqwest::RequestBuilder) -> (Duration, usize) {
+    let started = Instant::now();
+    let resp = request.bearer_auth(API_TOKEN).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = resp.bytes().await.unwrap();
+    (started.elapsed(), body.len())
 }
 
 /// Inserts `count` vf-agent nodes straight into the table, 500 a statement; returns their
