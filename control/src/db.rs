@@ -137,8 +137,9 @@ impl Db {
     /// A read transaction whose statements all see the database at one instant: on
     /// PostgreSQL `REPEATABLE READ, READ ONLY` (one snapshot, taken at its first statement);
     /// on SQLite any transaction reads one snapshot in WAL mode. Answers assembled from
-    /// several reads (a node's config, the edge config) read through it, so a transition
-    /// committing between two of the reads is seen whole or not at all. Drop it when done.
+    /// several reads (the edge config; a node's config when its one-statement read raced a
+    /// transition) read through it, so a change committing between two of the reads is seen
+    /// whole or not at all. Opened on [`Db::read`]. Drop or commit it when done.
     pub async fn snapshot(&self) -> crate::Result<sqlx::Transaction<'static, sqlx::Any>> {
         let mut tx = self.read.begin().await?;
         if self.dialect == Dialect::Postgres {
