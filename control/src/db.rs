@@ -51,6 +51,8 @@ pub struct Db {
     pub dialect: Dialect,
     /// Polls' last-seen times not written yet; node reads overlay them.
     pub last_seen: std::sync::Arc<crate::fleet::LastSeen>,
+    /// Heartbeats waiting for the next group commit.
+    pub heartbeats: std::sync::Arc<crate::heartbeat::HeartbeatQueue>,
 }
 
 impl Db {
@@ -117,6 +119,7 @@ impl Db {
             read,
             dialect,
             last_seen: Default::default(),
+            heartbeats: Default::default(),
         };
         db.migrate().await?;
         Ok(db)

@@ -214,3 +214,47 @@ async fn an_absurd_counter_is_capped_instead_of_breaking_polls_on_sqlite() {
 async fn an_absurd_counter_is_capped_instead_of_breaking_polls_on_postgres() {
     an_absurd_counter_is_capped_instead_of_breaking_polls(TestApp::spawn_postgres().await).await;
 }
+
+/// Many nodes report at once, so their heartbeats share transactions: every node's status is
+/// its own last report and the pipeline's minute holds the sum of everyone's counts, no more
+/// and no less.
+async fn heartbeats_arriving_together_are_all_counted_once(app: TestApp) {
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    let mut nodes = Vec::new();
+    for i in 0..30 {
+        nodes.push(app.enroll(&format!("edge-{i}"), &[]).await);
+    }
+    let reports = [10, 25, 40, 70];
+    futures::future::join_all(nodes.iter().map(|node| async {
+        for events_in in reports {
+            let resp = app
+                .post_heartbeat(
+                    &node.node_token,
+                    running(&pipeline.id, events_in).to_string(),
+                )
+                .await;
+            assert_eq!(resp.status(), StatusCode::OK);
+        }
+    }))
+    .await;
+
+    let minutes = app.minutes(&pipeline.id).await;
+    assert_eq!(minutes.len(), 1);
+    assert_eq!(minutes[0].events_in, 30 * 70);
+    for node in &nodes {
+        assert_eq!(
+            app.node_view(&node.node_id).await.pipelines[0].events_in,
+            70
+        );
+    }
+}
+
+#[tokio::test]
+async fn heartbeats_arriving_together_are_all_counted_once_on_sqlite() {
+    heartbeats_arriving_together_are_all_counted_once(TestApp::spawn().await).await;
+}
+
+#[tokio::test]
+async fn heartbeats_arriving_together_are_all_counted_once_on_postgres() {
+    heartbeats_arriving_together_are_all_counted_once(TestApp::spawn_postgres().await).await;
+}

@@ -1,12 +1,15 @@
 //! Heartbeats: per-pipeline status and cumulative counters become NodePipelineStatus rows,
 //! per-minute deltas per node and pipeline, and per-minute pipeline aggregates.
 
-use std::collections::HashSet;
-
 use vf_protocol::{Heartbeat, PipelineReport};
 
-use crate::fleet::{parse_labels, NodeRow, PipelineStatusRow, STATUS_COLUMNS};
+use crate::fleet::{parse_labels, NodeRow, PipelineStatusRow};
 use crate::{ControlError, Db, Result};
+
+mod batch;
+
+pub use batch::HeartbeatQueue;
+use batch::{Checked, Facts};
 
 /// Longest process status kept; longer values are cut, never refused.
 const MAX_STATUS_LEN: usize = 64;
@@ -153,9 +156,53 @@ fn cut_status(s: &str) -> String {
     s[..end].to_string()
 }
 
+/// One pipeline report, checked and ready to store.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub pipeline_id: String,
+    pub version: i64,
+    pub status: String,
+    pub counters: Counters,
+    pub uptime_seconds: Option<i64>,
+    pub pid: Option<i64>,
+    pub config_checksum: Option<String>,
+    /// The last 20 log lines, as a JSON array.
+    pub recent_logs: Option<String>,
+}
+
+impl Report {
+    fn check(i: usize, r: PipelineReport) -> Result<Report> {
+        let counters = Counters::from_report(i, &r)?;
+        let recent_logs = r
+            .recent_logs
+            .map(|l| {
+                let last: Vec<String> = l
+                    .iter()
+                    .rev()
+                    .take(20)
+                    .rev()
+                    .map(|line| storable(line))
+                    .collect();
+                serde_json::to_string(&last)
+            })
+            .transpose()?;
+        Ok(Report {
+            status: cut_status(&r.status),
+            pipeline_id: r.pipeline_id,
+            version: r.version,
+            counters,
+            uptime_seconds: r.uptime_seconds,
+            pid: r.pid,
+            config_checksum: r.config_checksum.as_deref().map(storable),
+            recent_logs,
+        })
+    }
+}
+
 /// Records a heartbeat: node facts, then each report for a pipeline of the node's
-/// environment (reports for unknown pipelines are ignored), all in one transaction. Returns
-/// how many counter deltas were capped at [`MAX_DELTA_PER_REPORT`].
+/// environment (reports for unknown pipelines are ignored), all in one transaction shared
+/// with the heartbeats arriving at the same time ([`HeartbeatQueue`]). Returns once it is
+/// committed, with how many counter deltas were capped at [`MAX_DELTA_PER_REPORT`].
 pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<usize> {
     if hb.pipelines.len() > MAX_REPORTS {
         return Err(ControlError::invalid(
@@ -169,19 +216,13 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     };
     let agent_version = crate::agent::optional_text("agentVersion", hb.agent_version, 100)?;
     let vector_version = crate::agent::optional_text("vectorVersion", hb.vector_version, 100)?;
-    let mut checked = Vec::with_capacity(hb.pipelines.len());
-    for (i, r) in hb.pipelines.iter().enumerate() {
-        checked.push((r, Counters::from_report(i, r)?));
-    }
-    let known: HashSet<String> =
-        sqlx::query_scalar::<_, String>("SELECT id FROM pipelines WHERE environment_id = $1")
-            .bind(&node.environment_id)
-            .fetch_all(&db.read)
-            .await?
-            .into_iter()
-            .collect();
+    let reports = hb
+        .pipelines
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| Report::check(i, r))
+        .collect::<Result<Vec<_>>>()?;
     let host_metrics = hb.host_metrics.map(|v| v.to_string());
-    let minute = minute_of(now);
 
     // Most heartbeats repeat the node's facts: then only the time changes, and that is
     // kept in memory like a poll's (`LastSeen`) instead of written here.
@@ -190,148 +231,25 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         || changes(&vector_version, &node.vector_version)
         || changes(&labels, &Some(node.reported_labels.clone()))
         || host_metrics.is_some();
-    let mut capped_total = 0;
-    let mut tx = db.pool.begin().await?;
-    if facts_changed {
-        sqlx::query(
-            "UPDATE nodes SET last_seen_at = $1,
-                agent_version = COALESCE($2, agent_version),
-                vector_version = COALESCE($3, vector_version),
-                reported_labels = COALESCE($4, reported_labels),
-                host_metrics = COALESCE($5, host_metrics)
-             WHERE id = $6",
-        )
-        .bind(now)
-        .bind(agent_version)
-        .bind(vector_version)
-        .bind(labels)
-        .bind(host_metrics)
-        .bind(&node.id)
-        .execute(&mut *tx)
-        .await?;
+    let facts = if facts_changed {
+        Some(Facts {
+            agent_version,
+            vector_version,
+            labels,
+            host_metrics,
+        })
     } else {
         db.last_seen.record(&node.id, now);
-    }
-
-    for (report, counters) in checked {
-        if !known.contains(&report.pipeline_id) {
-            continue;
-        }
-        let previous = sqlx::query_as::<_, PipelineStatusRow>(crate::sql!(
-            "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1 AND pipeline_id = $2"
-        ))
-        .bind(&node.id)
-        .bind(&report.pipeline_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        // A different version (or pid) means a new process whose counters started from zero,
-        // even when they happen to have grown past the old ones.
-        let same_process = |p: &&PipelineStatusRow| {
-            p.version == Some(report.version) && (report.pid.is_none() || p.pid == report.pid)
-        };
-        let (delta, capped) = counters
-            .delta_since(
-                previous
-                    .as_ref()
-                    .filter(same_process)
-                    .map(Counters::of_status),
-            )
-            .clamped();
-        if capped > 0 {
-            tracing::warn!(
-                node_id = node.id,
-                pipeline_id = report.pipeline_id,
-                capped,
-                "absurd counter delta capped at {MAX_DELTA_PER_REPORT}"
-            );
-            capped_total += capped;
-        }
-        let logs = report
-            .recent_logs
-            .as_ref()
-            .map(|l| {
-                let last: Vec<String> = l
-                    .iter()
-                    .rev()
-                    .take(20)
-                    .rev()
-                    .map(|line| storable(line))
-                    .collect();
-                serde_json::to_string(&last)
-            })
-            .transpose()?;
-        sqlx::query(
-            "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
-                events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds,
-                pid, config_checksum, recent_logs, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-             ON CONFLICT (node_id, pipeline_id) DO UPDATE SET version = excluded.version,
-                status = excluded.status, events_in = excluded.events_in,
-                events_out = excluded.events_out, errors_total = excluded.errors_total,
-                events_discarded = excluded.events_discarded, bytes_in = excluded.bytes_in,
-                bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
-                pid = excluded.pid, config_checksum = excluded.config_checksum,
-                recent_logs = excluded.recent_logs, updated_at = excluded.updated_at",
-        )
-        .bind(&node.id)
-        .bind(&report.pipeline_id)
-        .bind(report.version)
-        .bind(cut_status(&report.status))
-        .bind(counters.events_in)
-        .bind(counters.events_out)
-        .bind(counters.errors)
-        .bind(counters.discarded)
-        .bind(counters.bytes_in)
-        .bind(counters.bytes_out)
-        .bind(report.uptime_seconds)
-        .bind(report.pid)
-        .bind(report.config_checksum.as_deref().map(storable))
-        .bind(logs)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        if delta == Counters::default() {
-            continue;
-        }
-        sqlx::query(crate::sql!(
-            "INSERT INTO node_pipeline_metrics (node_id, pipeline_id, version, minute, events_in,
-                events_out, errors, events_discarded, bytes_in, bytes_out)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET {}",
-            add_deltas("node_pipeline_metrics")
-        ))
-        .bind(&node.id)
-        .bind(&report.pipeline_id)
-        .bind(report.version)
-        .bind(minute)
-        .bind(delta.events_in)
-        .bind(delta.events_out)
-        .bind(delta.errors)
-        .bind(delta.discarded)
-        .bind(delta.bytes_in)
-        .bind(delta.bytes_out)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(crate::sql!(
-            "INSERT INTO pipeline_metrics (pipeline_id, minute, events_in, events_out, errors,
-                events_discarded, bytes_in, bytes_out)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (pipeline_id, minute) DO UPDATE SET {}",
-            add_deltas("pipeline_metrics")
-        ))
-        .bind(&report.pipeline_id)
-        .bind(minute)
-        .bind(delta.events_in)
-        .bind(delta.events_out)
-        .bind(delta.errors)
-        .bind(delta.discarded)
-        .bind(delta.bytes_in)
-        .bind(delta.bytes_out)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(capped_total)
+        None
+    };
+    let checked = Checked {
+        node_id: node.id.clone(),
+        environment_id: node.environment_id.clone(),
+        facts,
+        reports,
+        now,
+    };
+    db.heartbeats.write(db, checked).await
 }
 
 /// Marks the node as seen (a poll without a heartbeat body): in memory, written by the next

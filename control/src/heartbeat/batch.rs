@@ -1,0 +1,406 @@
+//! Heartbeats written together: group commit.
+//!
+//! Each heartbeat waits for its turn to write; the writer whose turn comes takes every
+//! heartbeat queued by then and writes them all in one transaction, with one statement per
+//! table for the batch instead of four per report. Under load the batch grows by itself
+//! (everything that arrived during the previous write); a lone heartbeat is written at once.
+//! A request is answered only after its batch committed, so an acknowledged heartbeat is
+//! never lost, not even by a `kill -9`, and the next read sees it.
+//!
+//! The write runs in its own task: a request dropped mid-write (the agent hung up) cancels
+//! neither its batch nor the other heartbeats in it. When a batch fails, each of its
+//! heartbeats is retried alone, so one bad report fails only its own request.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::{add_deltas, Counters, Report};
+use crate::fleet::STATUS_COLUMNS;
+use crate::{ControlError, Db, Result};
+
+/// Rows per multi-row statement: at most 15 bound values each, far below both databases'
+/// limits on bound values.
+const ROWS_PER_STATEMENT: usize = 200;
+
+/// A checked heartbeat waiting to be written.
+#[derive(Debug)]
+pub(super) struct Checked {
+    pub node_id: String,
+    pub environment_id: String,
+    /// New node facts, when the heartbeat changed any.
+    pub facts: Option<Facts>,
+    pub reports: Vec<Report>,
+    pub now: i64,
+}
+
+/// Node facts a heartbeat reported (each `None` keeps the stored value).
+#[derive(Debug)]
+pub(super) struct Facts {
+    pub agent_version: Option<String>,
+    pub vector_version: Option<String>,
+    pub labels: Option<String>,
+    pub host_metrics: Option<String>,
+}
+
+struct Job {
+    heartbeat: Checked,
+    /// How many counter deltas were capped, or why the write failed.
+    done: oneshot::Sender<Result<usize>>,
+}
+
+/// The heartbeats waiting for the next write.
+#[derive(Default)]
+pub struct HeartbeatQueue {
+    pending: Mutex<Vec<Job>>,
+    /// Held for the whole of a write: whoever holds it writes everything pending.
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for HeartbeatQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeartbeatQueue").finish_non_exhaustive()
+    }
+}
+
+impl HeartbeatQueue {
+    /// Queues the heartbeat and returns once it is committed (in its batch or alone).
+    pub(super) async fn write(&self, db: &Db, heartbeat: Checked) -> Result<usize> {
+        let (done, mut written) = oneshot::channel();
+        self.lock().push(Job { heartbeat, done });
+        // The lock is fair (first come, first served), and a writer answers every job it
+        // took before letting go: so either our job was written while we waited, or it is
+        // still pending and this turn writes it.
+        let turn = self.turn.clone().lock_owned().await;
+        if let Ok(result) = written.try_recv() {
+            return result;
+        }
+        let jobs = std::mem::take(&mut *self.lock());
+        let db = db.clone();
+        tokio::spawn(async move {
+            let _turn = turn;
+            write_jobs(&db, jobs).await;
+        });
+        written.await.unwrap_or_else(|_| {
+            Err(ControlError::Internal(anyhow::anyhow!(
+                "the heartbeat writer stopped before answering"
+            )))
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
+        // A panic while holding the lock leaves a list that is still whole: keep using it.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+async fn write_jobs(db: &Db, jobs: Vec<Job>) {
+    if jobs.is_empty() {
+        return;
+    }
+    let heartbeats: Vec<&Checked> = jobs.iter().map(|j| &j.heartbeat).collect();
+    match write_batch(db, &heartbeats).await {
+        Ok(capped) => {
+            for (job, capped) in jobs.into_iter().zip(capped) {
+                let _ = job.done.send(Ok(capped));
+            }
+        }
+        Err(e) if jobs.len() == 1 => {
+            let _ = jobs.into_iter().next().map(|j| j.done.send(Err(e)));
+        }
+        Err(e) => {
+            tracing::warn!(
+                heartbeats = jobs.len(),
+                "a batch of heartbeats failed ({e}); writing each alone"
+            );
+            for job in jobs {
+                let result = write_batch(db, &[&job.heartbeat]).await;
+                let _ = job.done.send(result.map(|c| c[0]));
+            }
+        }
+    }
+}
+
+/// What is known about one node's pipeline process before a report: the stored status row,
+/// or the previous report of the same batch.
+#[derive(Debug, Clone, Copy)]
+struct Previous {
+    version: Option<i64>,
+    pid: Option<i64>,
+    counters: Counters,
+}
+
+type NodePipeline = (String, String);
+
+/// Writes the heartbeats in one transaction; returns each one's count of capped deltas.
+async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
+    let mut tx = db.pool.begin().await?;
+
+    // Reports count only for pipelines of the node's own environment.
+    let pipeline_ids: HashSet<&str> = heartbeats
+        .iter()
+        .flat_map(|h| h.reports.iter().map(|r| r.pipeline_id.as_str()))
+        .collect();
+    let mut environment_of: HashMap<String, String> = HashMap::new();
+    let pipeline_ids: Vec<&str> = pipeline_ids.into_iter().collect();
+    for chunk in pipeline_ids.chunks(ROWS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "SELECT id, environment_id FROM pipelines WHERE id IN ({})",
+            placeholders(chunk.len(), 1)
+        );
+        let mut query = sqlx::query_as::<_, (String, String)>(statement);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        environment_of.extend(query.fetch_all(&mut *tx).await?);
+    }
+    let known =
+        |h: &Checked, r: &Report| environment_of.get(&r.pipeline_id) == Some(&h.environment_id);
+
+    for h in heartbeats {
+        let Some(facts) = &h.facts else { continue };
+        sqlx::query(
+            "UPDATE nodes SET last_seen_at = CASE WHEN last_seen_at > $1 THEN last_seen_at ELSE $1 END,
+                agent_version = COALESCE($2, agent_version),
+                vector_version = COALESCE($3, vector_version),
+                reported_labels = COALESCE($4, reported_labels),
+                host_metrics = COALESCE($5, host_metrics)
+             WHERE id = $6",
+        )
+        .bind(h.now)
+        .bind(&facts.agent_version)
+        .bind(&facts.vector_version)
+        .bind(&facts.labels)
+        .bind(&facts.host_metrics)
+        .bind(&h.node_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    // The stored status of every (node, pipeline) reported: the base of the first deltas.
+    let keys: Vec<NodePipeline> = heartbeats
+        .iter()
+        .flat_map(|h| {
+            h.reports
+                .iter()
+                .filter(|r| known(h, r))
+                .map(|r| (h.node_id.clone(), r.pipeline_id.clone()))
+        })
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut previous: HashMap<NodePipeline, Previous> = HashMap::new();
+    for chunk in keys.chunks(ROWS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "SELECT {STATUS_COLUMNS} FROM node_pipeline_status
+             WHERE (node_id, pipeline_id) IN (VALUES {})",
+            tuples(chunk.len(), 2, 1)
+        );
+        let mut query = sqlx::query_as::<_, crate::fleet::PipelineStatusRow>(statement);
+        for (node, pipeline) in chunk {
+            query = query.bind(node).bind(pipeline);
+        }
+        for row in query.fetch_all(&mut *tx).await? {
+            let before = Previous {
+                version: row.version,
+                pid: row.pid,
+                counters: Counters::of_status(&row),
+            };
+            previous.insert((row.node_id, row.pipeline_id), before);
+        }
+    }
+
+    // Deltas in arrival order; the last report of each (node, pipeline) is its new status.
+    let mut capped = vec![0; heartbeats.len()];
+    let mut status: HashMap<NodePipeline, (&Report, i64)> = HashMap::new();
+    let mut node_minutes: HashMap<(String, String, i64, i64), Counters> = HashMap::new();
+    let mut pipeline_minutes: HashMap<(String, i64), Counters> = HashMap::new();
+    for (i, h) in heartbeats.iter().enumerate() {
+        for r in h.reports.iter().filter(|r| known(h, r)) {
+            let key = (h.node_id.clone(), r.pipeline_id.clone());
+            // A different version (or pid) means a new process whose counters started from
+            // zero, even when they happen to have grown past the old ones.
+            let same_process =
+                |p: &Previous| p.version == Some(r.version) && (r.pid.is_none() || p.pid == r.pid);
+            let before = previous.get(&key).filter(|p| same_process(p));
+            let (delta, n) = r.counters.delta_since(before.map(|p| p.counters)).clamped();
+            if n > 0 {
+                tracing::warn!(
+                    node_id = h.node_id,
+                    pipeline_id = r.pipeline_id,
+                    capped = n,
+                    "absurd counter delta capped at {}",
+                    super::MAX_DELTA_PER_REPORT
+                );
+                capped[i] += n;
+            }
+            previous.insert(
+                key.clone(),
+                Previous {
+                    version: Some(r.version),
+                    pid: r.pid,
+                    counters: r.counters,
+                },
+            );
+            status.insert(key, (r, h.now));
+            if delta == Counters::default() {
+                continue;
+            }
+            let minute = super::minute_of(h.now);
+            let node_minute = (h.node_id.clone(), r.pipeline_id.clone(), r.version, minute);
+            add(node_minutes.entry(node_minute).or_default(), delta);
+            add(
+                pipeline_minutes
+                    .entry((r.pipeline_id.clone(), minute))
+                    .or_default(),
+                delta,
+            );
+        }
+    }
+
+    let status: Vec<_> = status.into_iter().collect();
+    for chunk in status.chunks(ROWS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
+                events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds,
+                pid, config_checksum, recent_logs, updated_at)
+             VALUES {}
+             ON CONFLICT (node_id, pipeline_id) DO UPDATE SET version = excluded.version,
+                status = excluded.status, events_in = excluded.events_in,
+                events_out = excluded.events_out, errors_total = excluded.errors_total,
+                events_discarded = excluded.events_discarded, bytes_in = excluded.bytes_in,
+                bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
+                pid = excluded.pid, config_checksum = excluded.config_checksum,
+                recent_logs = excluded.recent_logs, updated_at = excluded.updated_at",
+            tuples(chunk.len(), 15, 1)
+        );
+        let mut query = sqlx::query(statement);
+        for ((node, pipeline), (r, now)) in chunk {
+            query = query
+                .bind(node)
+                .bind(pipeline)
+                .bind(r.version)
+                .bind(&r.status)
+                .bind(r.counters.events_in)
+                .bind(r.counters.events_out)
+                .bind(r.counters.errors)
+                .bind(r.counters.discarded)
+                .bind(r.counters.bytes_in)
+                .bind(r.counters.bytes_out)
+                .bind(r.uptime_seconds)
+                .bind(r.pid)
+                .bind(&r.config_checksum)
+                .bind(&r.recent_logs)
+                .bind(*now);
+        }
+        query.execute(&mut *tx).await?;
+    }
+
+    let node_minutes: Vec<_> = node_minutes.into_iter().collect();
+    for chunk in node_minutes.chunks(ROWS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "INSERT INTO node_pipeline_metrics (node_id, pipeline_id, version, minute, events_in,
+                events_out, errors, events_discarded, bytes_in, bytes_out)
+             VALUES {}
+             ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET {}",
+            tuples(chunk.len(), 10, 1),
+            add_deltas("node_pipeline_metrics")
+        );
+        let mut query = sqlx::query(statement);
+        for ((node, pipeline, version, minute), d) in chunk {
+            query = bind_counters(
+                query.bind(node).bind(pipeline).bind(*version).bind(*minute),
+                d,
+            );
+        }
+        query.execute(&mut *tx).await?;
+    }
+
+    let pipeline_minutes: Vec<_> = pipeline_minutes.into_iter().collect();
+    for chunk in pipeline_minutes.chunks(ROWS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "INSERT INTO pipeline_metrics (pipeline_id, minute, events_in, events_out, errors,
+                events_discarded, bytes_in, bytes_out)
+             VALUES {}
+             ON CONFLICT (pipeline_id, minute) DO UPDATE SET {}",
+            tuples(chunk.len(), 8, 1),
+            add_deltas("pipeline_metrics")
+        );
+        let mut query = sqlx::query(statement);
+        for ((pipeline, minute), d) in chunk {
+            query = bind_counters(query.bind(pipeline).bind(*minute), d);
+        }
+        query.execute(&mut *tx).await?;
+    }
+
+    tx.commit().await?;
+    Ok(capped)
+}
+
+type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+fn bind_counters<'q>(query: Query<'q>, d: &Counters) -> Query<'q> {
+    query
+        .bind(d.events_in)
+        .bind(d.events_out)
+        .bind(d.errors)
+        .bind(d.discarded)
+        .bind(d.bytes_in)
+        .bind(d.bytes_out)
+}
+
+/// Adds `d` to `sum`, saturating: a batch may hold many capped deltas of one pipeline.
+fn add(sum: &mut Counters, d: Counters) {
+    sum.events_in = sum.events_in.saturating_add(d.events_in);
+    sum.events_out = sum.events_out.saturating_add(d.events_out);
+    sum.errors = sum.errors.saturating_add(d.errors);
+    sum.discarded = sum.discarded.saturating_add(d.discarded);
+    sum.bytes_in = sum.bytes_in.saturating_add(d.bytes_in);
+    sum.bytes_out = sum.bytes_out.saturating_add(d.bytes_out);
+}
+
+/// `$first, $first+1, ...`: `n` placeholders.
+fn placeholders(n: usize, first: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `($1, $2), ($3, $4), ...`: `rows` tuples of `width` placeholders.
+fn tuples(rows: usize, width: usize, first: usize) -> String {
+    (0..rows)
+        .map(|row| format!("({})", placeholders(width, first + row * width)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuples_number_their_placeholders_row_by_row() {
+        assert_eq!(tuples(2, 3, 1), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(placeholders(2, 5), "$5, $6");
+    }
+
+    #[test]
+    fn sums_of_capped_deltas_saturate() {
+        let mut sum = Counters {
+            errors: i64::MAX - 1,
+            ..Counters::default()
+        };
+        add(
+            &mut sum,
+            Counters {
+                errors: 5,
+                events_in: 2,
+                ..Counters::default()
+            },
+        );
+        assert_eq!(sum.errors, i64::MAX);
+        assert_eq!(sum.events_in, 2);
+    }
+}
