@@ -2,46 +2,34 @@
 
 use std::time::Instant;
 
-use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
-use tower::ServiceBuilder;
 use vf_control::metrics::RouteLabels;
 
 use crate::config::Config;
 use crate::state::AppState;
 
+mod admission;
 pub mod agent;
 pub mod edge;
 pub mod health;
 pub mod opamp;
 
-/// What every agent-facing route gets: a body limit (413 above it), overload shedding (503
-/// with `Retry-After`, which agents honour) and request counts and latency on `/metrics`.
+/// What every agent-facing route gets: a body limit (413 above it), fair overload shedding
+/// (503 with `Retry-After`, which agents honour; see [`admission`]) and request counts and
+/// latency on `/metrics`.
 pub(crate) fn agent_route_layers(
     routes: Router<AppState>,
     state: &AppState,
     config: &Config,
     retry_after: &'static str,
 ) -> Router<AppState> {
-    let overload = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(
-            move |_: tower::BoxError| async move {
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    [(header::RETRY_AFTER, HeaderValue::from_static(retry_after))],
-                    "server busy, retry later",
-                )
-            },
-        ))
-        .load_shed()
-        .concurrency_limit(config.agent_max_concurrency);
+    let admission = admission::Admission::new(config.agent_max_concurrency, retry_after);
     routes
         .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
-        .layer(overload)
+        .layer(middleware::from_fn_with_state(admission, admission::admit))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             record_metrics,

@@ -6,6 +6,7 @@
 
 mod access;
 mod accounts;
+mod admission;
 mod agent_protocol;
 mod bootstrap;
 mod delivery_consistency;
