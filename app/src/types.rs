@@ -48,9 +48,18 @@ pub struct NodeView {
     pub pipelines: Vec<NodePipelineView>,
 }
 
+/// One page of an environment's nodes (`fleet.nodes`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetView {
     pub now: i64,
+    /// Live nodes in the environment.
+    pub total: i64,
+    /// How many of them are in each status, every status listed.
+    pub by_status: Vec<(vf_rules::NodeStatus, i64)>,
+    /// Nodes the filter admits; `nodes` is the page of them from `offset`.
+    pub matched: i64,
+    pub offset: i64,
+    pub limit: i64,
     pub nodes: Vec<NodeView>,
 }
 

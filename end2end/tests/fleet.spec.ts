@@ -16,8 +16,13 @@ test.describe('fleet and direct deploy', () => {
     const prefix = unique('fleet');
     agents = startAgent(baseURL!, ['--simulate', '2', '--hostname-template', `${prefix}-{i}`, '--label', 'tier=e2e']);
 
-    // Both nodes report in on the fleet page (it refreshes by itself).
+    // Both nodes report in on the fleet page (it refreshes by itself), filtered to this run's
+    // nodes by name: the filter goes into the URL and the summary still counts every node.
     await page.goto('/');
+    await page.getByLabel('Name contains').fill(prefix);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect(page).toHaveURL(new RegExp(`name=${prefix}`));
+    await expect(page.getByTestId('fleet-summary')).toContainText('nodes in');
     for (const i of [0, 1]) {
       const row = page.locator(`tr[data-node="${prefix}-${i}"]`);
       await expect(row).toBeVisible();
@@ -47,7 +52,8 @@ test.describe('fleet and direct deploy', () => {
       await expect(row).toHaveAttribute('data-running', 'v1');
       await expect(row.getByText('RUNNING')).toBeVisible();
     }
-    await page.goto('/');
+    await page.goto(`/?name=${prefix}`);
+    await expect(page.locator('tr[data-node]')).toHaveCount(2);
     for (const i of [0, 1]) {
       const item = page.locator(`tr[data-node="${prefix}-${i}"] li[data-pipeline="${pipeline}"]`);
       await expect(item).toHaveAttribute('data-version', 'v1');

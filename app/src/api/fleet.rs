@@ -88,11 +88,24 @@ pub async fn create_enrollment_token(
     token.ok_or_else(|| ServerFnError::new("token was not minted"))
 }
 
+/// One page of the environment's nodes, by name: `name` (part of it, any case), `label`
+/// (`key=value` or `key`) and `status` filter; `offset` and `limit` (default 50, at most 500)
+/// cut the page. The counts cover every node.
 #[server(endpoint = "fleet.nodes", input = Json)]
-pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnError> {
+pub async fn fleet_nodes(
+    environment_id: String,
+    #[server(default)] name: Option<String>,
+    #[server(default)] label: Option<String>,
+    #[server(default)] status: Option<vf_rules::NodeStatus>,
+    #[server(default)] offset: Option<i64>,
+    #[server(default)] limit: Option<i64>,
+) -> Result<FleetView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
+    use vf_control::fleet::{NodeFilter, PageRequest};
     let (ctl, _) = authorize(Role::Viewer, Target::Environment(&environment_id)).await?;
+    let filter = NodeFilter::parse(name.as_deref(), label.as_deref(), status).map_err(fail)?;
+    let page = PageRequest::parse(offset, limit).map_err(fail)?;
     let now = ctl.now();
     let names: std::collections::HashMap<String, String> =
         vf_control::pipelines::list_pipelines(&ctl.db, &environment_id)
@@ -101,11 +114,21 @@ pub async fn fleet_nodes(environment_id: String) -> Result<FleetView, ServerFnEr
             .into_iter()
             .map(|p| (p.id, p.name))
             .collect();
-    let nodes = vf_control::fleet::fleet(&ctl.db, &environment_id, now)
+    let found = vf_control::fleet::fleet_page(&ctl.db, &environment_id, now, &filter, page)
         .await
         .map_err(fail)?;
+    let nodes = found.rows;
     Ok(FleetView {
         now,
+        total: found.total as i64,
+        by_status: found
+            .by_status
+            .into_iter()
+            .map(|(s, n)| (s, n as i64))
+            .collect(),
+        matched: found.matched as i64,
+        offset: page.offset as i64,
+        limit: page.limit as i64,
         nodes: nodes
             .into_iter()
             .map(|n| NodeView {

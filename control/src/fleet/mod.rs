@@ -4,11 +4,13 @@ mod environments;
 mod groups;
 mod labels;
 mod last_seen;
+mod listing;
 mod nodes;
 
 pub use environments::*;
 pub use groups::*;
 pub use labels::{parse_labels, Labels};
 pub use last_seen::{LastSeen, FLUSH_EVERY};
+pub use listing::{cut, fleet_page, NodeFilter, Page, PageRequest, MAX_PAGE, STATUSES};
 pub use nodes::*;
 pub use vf_rules::{derive_status, NodeStatus};

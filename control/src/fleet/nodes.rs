@@ -217,14 +217,15 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
     .bind(environment_id)
     .fetch_all(&db.pool)
     .await?;
+    let mut by_node: std::collections::HashMap<String, Vec<PipelineStatusRow>> =
+        std::collections::HashMap::new();
+    for s in statuses {
+        by_node.entry(s.node_id.clone()).or_default().push(s);
+    }
     Ok(nodes
         .into_iter()
         .map(|node| {
-            let pipelines: Vec<PipelineStatusRow> = statuses
-                .iter()
-                .filter(|s| s.node_id == node.id)
-                .cloned()
-                .collect();
+            let pipelines = by_node.remove(&node.id).unwrap_or_default();
             // Only what the latest heartbeat reported counts: an agent reports a removed
             // pipeline STOPPED once and then no more, which must not degrade it for ever.
             let fresh_since = node.last_seen_at.unwrap_or(0) - node.poll_interval_ms;

@@ -11,6 +11,7 @@ mod agent_protocol;
 mod bootstrap;
 mod delivery_consistency;
 mod edge;
+mod fleet_pages;
 mod fuzz_agent;
 mod fuzz_opamp;
 mod fuzz_support;
