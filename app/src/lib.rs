@@ -4,6 +4,7 @@
 pub mod api;
 pub mod components;
 pub mod pages;
+pub mod preview;
 pub mod types;
 
 use leptos::prelude::*;

@@ -68,8 +68,10 @@ pub struct GroupView {
     pub id: String,
     pub name: String,
     pub criteria: Labels,
-    /// Nodes whose labels match every criterion right now.
-    pub matching_nodes: Vec<String>,
+    /// How many nodes match every criterion right now.
+    pub matching_count: i64,
+    /// The first of them by name (at most 20).
+    pub matching_sample: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +108,40 @@ pub struct PipelineNodeView {
     pub process_status: Option<String>,
     pub events_in: i64,
     pub errors_total: i64,
+    /// The stage (1-based) of the pipeline's latest release that added the node; None when
+    /// no stage did (not targeted, or no release).
+    pub stage: Option<i64>,
+}
+
+/// Counts over a set of nodes, for summaries that never list the nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeCounts {
+    pub total: i64,
+    /// By agent status, every status listed.
+    pub by_status: Vec<(vf_rules::NodeStatus, i64)>,
+    /// By the process status the nodes report for the pipeline (`None`: nothing reported).
+    pub by_process: Vec<(Option<String>, i64)>,
+    /// By the version the nodes report running (`None`: none).
+    pub by_running: Vec<(Option<i64>, i64)>,
+}
+
+/// One page of a pipeline's nodes (`pipeline.nodes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineNodesPage {
+    /// The nodes the pipeline's nodeSelector admits.
+    pub total: i64,
+    pub matched: i64,
+    pub offset: i64,
+    pub limit: i64,
+    pub nodes: Vec<PipelineNodeView>,
+}
+
+/// The nodes of the latest release not targeted by any stage yet.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitingNodes {
+    pub count: i64,
+    /// The first few, by name, with the version each is served (None: withheld).
+    pub sample: Vec<(String, Option<i64>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,7 +151,12 @@ pub struct PipelineDetail {
     pub versions: Vec<VersionView>,
     /// The deployed version's config body, to prefill the deploy form.
     pub deployed_config: Option<String>,
-    pub nodes: Vec<PipelineNodeView>,
+    /// The nodes the pipeline's nodeSelector admits (the release fleet), counted.
+    pub admitted: NodeCounts,
+    /// Nodes of the environment the nodeSelector keeps out.
+    pub excluded: i64,
+    /// The latest release's nodes no stage has targeted yet.
+    pub waiting: WaitingNodes,
     /// The environment's node groups (stage selectors may name them).
     pub groups: Vec<GroupView>,
     /// Whether customPromQL gates can be offered (VF_PROMETHEUS_URL is set).
@@ -164,6 +205,9 @@ pub struct StageView {
     pub index: i64,
     /// Nodes this stage added when it started.
     pub node_ids: Vec<String>,
+    /// Those nodes counted by status (filled by `pipeline.get`; empty elsewhere).
+    #[serde(default)]
+    pub counts: NodeCounts,
     pub started_at: i64,
     pub bake_deadline: i64,
     pub evaluations: Vec<EvaluationView>,

@@ -183,23 +183,32 @@ pub async fn list_node_groups(environment_id: String) -> Result<Vec<GroupView>, 
     let nodes = vf_control::fleet::list_nodes(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
-    Ok(groups
-        .into_iter()
-        .map(|g| {
-            let criteria = g.criteria();
-            let matching_nodes = nodes
-                .iter()
-                .filter(|n| vf_rules::labels_match(&criteria, &n.labels()))
-                .map(|n| n.name.clone())
-                .collect();
-            GroupView {
-                id: g.id,
-                name: g.name,
-                criteria,
-                matching_nodes,
-            }
-        })
-        .collect())
+    Ok(groups.into_iter().map(|g| group_view(g, &nodes)).collect())
+}
+
+/// A group with how many of `nodes` (by name) match it and the first of them.
+#[cfg(feature = "ssr")]
+pub(crate) fn group_view(
+    g: vf_control::fleet::NodeGroupRow,
+    nodes: &[vf_control::fleet::NodeRow],
+) -> GroupView {
+    let criteria = g.criteria();
+    let mut matching = nodes
+        .iter()
+        .filter(|n| vf_rules::labels_match(&criteria, &n.labels()));
+    let matching_sample = matching
+        .by_ref()
+        .take(crate::api::pipelines::SAMPLE)
+        .map(|n| n.name.clone())
+        .collect::<Vec<_>>();
+    let matching_count = (matching_sample.len() + matching.count()) as i64;
+    GroupView {
+        id: g.id,
+        name: g.name,
+        criteria,
+        matching_count,
+        matching_sample,
+    }
 }
 
 #[server(endpoint = "fleet.group.create", input = Json)]

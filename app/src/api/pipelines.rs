@@ -5,7 +5,11 @@ use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
 use crate::types::DiffLineView;
-use crate::types::{DiffView, Labels, PipelineDetail, PipelineSummary, VersionView};
+use crate::types::{
+    DiffView, Labels, PipelineDetail, PipelineNodesPage, PipelineSummary, VersionView,
+};
+#[cfg(feature = "ssr")]
+use crate::types::{NodeCounts, PipelineNodeView};
 
 #[cfg(feature = "ssr")]
 fn summary(p: vf_control::pipelines::PipelineRow) -> PipelineSummary {
@@ -27,6 +31,83 @@ fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
         changelog: v.changelog,
         author: v.author,
         created_at: v.created_at,
+    }
+}
+
+/// How many names a summary shows at most.
+#[cfg(feature = "ssr")]
+pub(crate) const SAMPLE: usize = 20;
+
+/// Every node of the pipeline's environment, by name, with what it is served and runs of the
+/// pipeline and which stage of `release` added it; and the node rows.
+#[cfg(feature = "ssr")]
+async fn node_views(
+    ctl: &vf_control::Control,
+    p: &vf_control::pipelines::PipelineRow,
+    release: Option<&crate::types::ReleaseView>,
+) -> vf_control::Result<(Vec<vf_control::fleet::NodeRow>, Vec<PipelineNodeView>)> {
+    let fleet = vf_control::fleet::fleet(&ctl.db, &p.environment_id, ctl.now()).await?;
+    let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
+    let served = vf_control::delivery::served_nodes(ctl, p, &rows).await?;
+    let stage_of: std::collections::HashMap<&str, i64> = release
+        .map(|r| {
+            r.stages
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.node_ids.iter().map(move |id| (id.as_str(), i as i64 + 1)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let views = fleet
+        .into_iter()
+        .zip(served)
+        .map(|(n, s)| {
+            let report = n.pipelines.iter().find(|r| r.pipeline_id == p.id);
+            PipelineNodeView {
+                admitted: !matches!(s, vf_rules::Served::NotSelected),
+                stage: stage_of.get(n.node.id.as_str()).copied(),
+                labels: n.labels.clone(),
+                node_id: n.node.id.clone(),
+                node_name: n.node.name.clone(),
+                node_status: n.status,
+                served: s.kind(),
+                served_version: s.version(),
+                running_version: report.and_then(|r| r.version),
+                process_status: report.map(|r| r.status.clone()),
+                events_in: report.map(|r| r.events_in).unwrap_or(0),
+                errors_total: report.map(|r| r.errors_total).unwrap_or(0),
+            }
+        })
+        .collect();
+    Ok((rows, views))
+}
+
+/// The nodes counted by agent status, process status and running version.
+#[cfg(feature = "ssr")]
+fn counts<'a>(nodes: impl Iterator<Item = &'a PipelineNodeView>) -> NodeCounts {
+    use std::collections::BTreeMap;
+    let mut total = 0;
+    let mut by_status: BTreeMap<usize, i64> = BTreeMap::new();
+    let mut by_process: BTreeMap<Option<String>, i64> = BTreeMap::new();
+    let mut by_running: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    let statuses = vf_control::fleet::STATUSES;
+    for n in nodes {
+        total += 1;
+        if let Some(i) = statuses.iter().position(|s| *s == n.node_status) {
+            *by_status.entry(i).or_default() += 1;
+        }
+        *by_process.entry(n.process_status.clone()).or_default() += 1;
+        *by_running.entry(n.running_version).or_default() += 1;
+    }
+    NodeCounts {
+        total,
+        by_status: statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (*s, by_status.get(&i).copied().unwrap_or(0)))
+            .collect(),
+        by_process: by_process.into_iter().collect(),
+        by_running: by_running.into_iter().rev().collect(),
     }
 }
 
@@ -66,9 +147,9 @@ pub async fn create_pipeline(
 #[server(endpoint = "pipeline.get", input = Json)]
 pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
     use super::server::*;
-    use crate::types::{EnvironmentView, PipelineNodeView};
+    use crate::types::EnvironmentView;
     use vf_control::access::{Role, Target};
-    use vf_control::{delivery, fleet, pipelines};
+    use vf_control::{fleet, pipelines};
     let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&id)).await?;
     let p = pipelines::get_pipeline(&ctl.db, &id).await.map_err(fail)?;
     let env = fleet::get_environment(&ctl.db, &p.environment_id)
@@ -79,58 +160,37 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .deployed_version
         .and_then(|d| versions.iter().find(|v| v.version == d))
         .map(|v| v.config_yaml.clone());
-    let fleet = fleet::fleet(&ctl.db, &p.environment_id, ctl.now())
-        .await
-        .map_err(fail)?;
-    let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
-    let served = delivery::served_nodes(&ctl, &p, &rows)
-        .await
-        .map_err(fail)?;
-    let nodes = fleet
-        .into_iter()
-        .zip(served)
-        .map(|(n, s)| {
-            let report = n.pipelines.iter().find(|r| r.pipeline_id == id);
-            PipelineNodeView {
-                admitted: !matches!(s, vf_rules::Served::NotSelected),
-                labels: n.labels.clone(),
-                node_id: n.node.id.clone(),
-                node_name: n.node.name.clone(),
-                node_status: n.status,
-                served: s.kind(),
-                served_version: s.version(),
-                running_version: report.and_then(|r| r.version),
-                process_status: report.map(|r| r.status.clone()),
-                events_in: report.map(|r| r.events_in).unwrap_or(0),
-                errors_total: report.map(|r| r.errors_total).unwrap_or(0),
-            }
-        })
-        .collect();
-    let groups = fleet::list_node_groups(&ctl.db, &p.environment_id)
-        .await
-        .map_err(fail)?
-        .into_iter()
-        .map(|g| {
-            let criteria = g.criteria();
-            let matching_nodes = rows
-                .iter()
-                .filter(|n| vf_rules::labels_match(&criteria, &n.labels()))
-                .map(|n| n.name.clone())
-                .collect();
-            crate::types::GroupView {
-                id: g.id,
-                name: g.name,
-                criteria,
-                matching_nodes,
-            }
-        })
-        .collect();
     let release = vf_control::releases::list_releases(&ctl, &id)
         .await
         .map_err(fail)?
         .into_iter()
         .next()
         .map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
+    let (rows, nodes) = node_views(&ctl, &p, release.as_ref()).await.map_err(fail)?;
+    let admitted = counts(nodes.iter().filter(|n| n.admitted));
+    let excluded = nodes.iter().filter(|n| !n.admitted).count() as i64;
+    let mut release = release;
+    let mut waiting = crate::types::WaitingNodes::default();
+    if let Some(r) = release.as_mut() {
+        for (i, stage) in r.stages.iter_mut().enumerate() {
+            let number = Some(i as i64 + 1);
+            stage.counts = counts(nodes.iter().filter(|n| n.stage == number));
+        }
+        if r.in_flight() {
+            let not_targeted = nodes.iter().filter(|n| n.admitted && n.stage.is_none());
+            waiting.count = not_targeted.clone().count() as i64;
+            waiting.sample = not_targeted
+                .take(SAMPLE)
+                .map(|n| (n.node_name.clone(), n.served_version))
+                .collect();
+        }
+    }
+    let groups = fleet::list_node_groups(&ctl.db, &p.environment_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|g| crate::api::fleet::group_view(g, &rows))
+        .collect();
     Ok(PipelineDetail {
         groups,
         prometheus_configured: ctl.settings.prometheus.is_some(),
@@ -142,7 +202,72 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         },
         versions: versions.into_iter().map(version_view).collect(),
         deployed_config,
-        nodes,
+        admitted,
+        excluded,
+        waiting,
+    })
+}
+
+/// One page of the pipeline's nodes (those its nodeSelector admits), by name: `name`,
+/// `label` and `status` filter as in `fleet.nodes`; `stage` is a stage number of the latest
+/// release (the nodes it added) or `none` (nodes no stage targeted); `offset` and `limit`
+/// (default 50, at most 500) cut the page.
+#[server(endpoint = "pipeline.nodes", input = Json)]
+#[allow(clippy::too_many_arguments)]
+pub async fn pipeline_nodes(
+    pipeline_id: String,
+    #[server(default)] name: Option<String>,
+    #[server(default)] label: Option<String>,
+    #[server(default)] status: Option<vf_rules::NodeStatus>,
+    #[server(default)] stage: Option<String>,
+    #[server(default)] offset: Option<i64>,
+    #[server(default)] limit: Option<i64>,
+) -> Result<PipelineNodesPage, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    use vf_control::fleet::{NodeFilter, PageRequest};
+    use vf_control::ControlError;
+    let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
+    let filter = NodeFilter::parse(name.as_deref(), label.as_deref(), status).map_err(fail)?;
+    let page = PageRequest::parse(offset, limit).map_err(fail)?;
+    let stage: Option<Option<i64>> = match stage.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some("none") => Some(None),
+        Some(n) => match n.parse::<i64>() {
+            Ok(n) if n >= 1 => Some(Some(n)),
+            _ => {
+                return Err(fail(ControlError::invalid(
+                    "stage",
+                    "a stage number (1, 2, ...) or none",
+                )))
+            }
+        },
+    };
+    let p = vf_control::pipelines::get_pipeline(&ctl.db, &pipeline_id)
+        .await
+        .map_err(fail)?;
+    let release = vf_control::releases::list_releases(&ctl, &pipeline_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .next()
+        .map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
+    let (_, nodes) = node_views(&ctl, &p, release.as_ref()).await.map_err(fail)?;
+    let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted).collect();
+    let total = nodes.len() as i64;
+    let nodes: Vec<_> = match stage {
+        None => nodes,
+        Some(number) => nodes.into_iter().filter(|n| n.stage == number).collect(),
+    };
+    let found = vf_control::fleet::cut(nodes, &filter, page, |n| {
+        (n.node_name.as_str(), &n.labels, n.node_status)
+    });
+    Ok(PipelineNodesPage {
+        total,
+        matched: found.matched as i64,
+        offset: page.offset as i64,
+        limit: page.limit as i64,
+        nodes: found.rows,
     })
 }
 

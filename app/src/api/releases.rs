@@ -44,6 +44,7 @@ pub(crate) fn release_view(
             .map(|st| StageView {
                 index: st.index as i64,
                 node_ids: st.node_ids,
+                counts: Default::default(),
                 started_at: st.started_at,
                 bake_deadline: st.bake_deadline,
                 evaluations: st
@@ -162,6 +163,60 @@ pub async fn new_release_id() -> Result<String, ServerFnError> {
     use vf_control::access::{Role, Target};
     authorize(Role::Viewer, Target::Any).await?;
     Ok(vf_control::ids::new_id())
+}
+
+/// Which nodes each stage would add if a release with id `release_id` were created now with
+/// these stage selectors: counts and the first names (see [`crate::preview`]).
+#[server(endpoint = "release.preview", input = Json)]
+pub async fn preview_release(
+    pipeline_id: String,
+    release_id: String,
+    selectors: Vec<serde_json::Value>,
+) -> Result<crate::preview::PreviewView, ServerFnError> {
+    use super::server::*;
+    use crate::preview::{FleetNode, GroupRef, PreviewView, Selection};
+    use vf_control::access::{Role, Target};
+    use vf_control::fleet;
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
+    if selectors.len() > vf_rules::plan::MAX_STAGES {
+        return Err(fail(vf_control::ControlError::invalid(
+            "selectors",
+            format!("at most {} stages", vf_rules::plan::MAX_STAGES),
+        )));
+    }
+    let p = vf_control::pipelines::get_pipeline(&ctl.db, &pipeline_id)
+        .await
+        .map_err(fail)?;
+    let node_selector = p.node_selector();
+    let nodes = fleet::list_nodes(&ctl.db, &p.environment_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|n| {
+            let labels = n.labels();
+            FleetNode {
+                admitted: vf_rules::labels_match(&node_selector, &labels),
+                id: n.id,
+                name: n.name,
+                labels,
+            }
+        })
+        .collect();
+    let groups = fleet::list_node_groups(&ctl.db, &p.environment_id)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|g| GroupRef {
+            criteria: g.criteria(),
+            id: g.id,
+            name: g.name,
+        })
+        .collect();
+    Ok(PreviewView::of(
+        &release_id,
+        &selectors,
+        &Selection { nodes, groups },
+    ))
 }
 
 #[server(endpoint = "release.canary.get", input = Json)]

@@ -55,7 +55,11 @@ pub fn GroupsPage() -> impl IntoView {
                                     <tr>
                                         <th scope="row">{g.name.clone()}</th>
                                         <td><LabelChips labels=g.criteria.clone()/></td>
-                                        <td>{format!("{} - {}", g.matching_nodes.len(), g.matching_nodes.join(", "))}</td>
+                                        <td>{match g.matching_count {
+                                            0 => "0".to_string(),
+                                            n if n as usize > g.matching_sample.len() => format!("{n} - {}, ...", g.matching_sample.join(", ")),
+                                            n => format!("{n} - {}", g.matching_sample.join(", ")),
+                                        }}</td>
                                         <td>{editor.then(|| view! {
                                             <button class="danger small" on:click=move |_| {
                                                 let ok = crate::components::confirmed(&format!("Delete node group {group_name}?"));

@@ -137,16 +137,18 @@ type NodePipeline = (String, String);
 async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
     let mut tx = db.pool.begin().await?;
 
-    // Reports count only for pipelines of the node's own environment.
-    let pipeline_ids: HashSet<&str> = heartbeats
+    // Reports count only for pipelines of the node's own environment. Read by environment,
+    // so no pipeline id an agent made up (a NUL, say, which PostgreSQL refuses) reaches SQL.
+    let environments: Vec<&str> = heartbeats
         .iter()
-        .flat_map(|h| h.reports.iter().map(|r| r.pipeline_id.as_str()))
+        .map(|h| h.environment_id.as_str())
+        .collect::<HashSet<_>>()
+        .into_iter()
         .collect();
     let mut environment_of: HashMap<String, String> = HashMap::new();
-    let pipeline_ids: Vec<&str> = pipeline_ids.into_iter().collect();
-    for chunk in pipeline_ids.chunks(ROWS_PER_STATEMENT) {
+    for chunk in environments.chunks(ROWS_PER_STATEMENT) {
         let statement = crate::sql!(
-            "SELECT id, environment_id FROM pipelines WHERE id IN ({})",
+            "SELECT id, environment_id FROM pipelines WHERE environment_id IN ({})",
             placeholders(chunk.len(), 1)
         );
         let mut query = sqlx::query_as::<_, (String, String)>(statement);

@@ -231,6 +231,13 @@ fn table() -> Vec<Row> {
             |fx, _| json!({ "id": fx.pipeline }),
         ),
         row(
+            Fn("pipeline.nodes"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "pipeline_id": fx.pipeline }),
+        ),
+        row(
             Fn("pipeline.version.config"),
             Viewer,
             Environment,
@@ -253,6 +260,13 @@ fn table() -> Vec<Row> {
         ),
         // --- releases
         row(Fn("release.new_id"), Viewer, Anywhere, F::Nothing, no_body),
+        row(
+            Fn("release.preview"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "pipeline_id": fx.pipeline, "release_id": "r", "selectors": [{"percentage": 50}] }),
+        ),
         row(
             Fn("release.canary.get"),
             Viewer,

@@ -9,7 +9,7 @@ fn names(page: &Value) -> Vec<&str> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|n| n["name"].as_str().unwrap())
+        .map(|n| n["name"].as_str().or(n["node_name"].as_str()).unwrap())
         .collect()
 }
 
@@ -93,4 +93,100 @@ async fn a_bad_page_or_filter_is_refused_naming_the_field() {
         )
         .await;
     assert!(message.starts_with("label:"), "{message}");
+}
+
+/// The pipeline page's data counts nodes instead of listing them: the release fleet, each
+/// stage and the nodes not targeted yet; `pipeline.nodes` pages through them by stage.
+#[tokio::test]
+async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
+    let app = TestApp::spawn().await;
+    for (name, wave) in [
+        ("a-1", "a"),
+        ("a-2", "a"),
+        ("b-1", "b"),
+        ("b-2", "b"),
+        ("b-3", "b"),
+    ] {
+        app.enroll(name, &[("wave", wave), ("tier", "edge")]).await;
+    }
+    app.enroll("db-1", &[("tier", "db")]).await;
+    let p = app.create_pipeline("logs", &[("tier", "edge")]).await;
+    app.deploy(&p.id, "v: 1\n").await;
+    let stage = |selector: Value| json!({"selector": selector, "bakeSeconds": 60, "gates": []});
+    app.create_release(json!({
+        "pipeline_id": p.id,
+        "config_yaml": "v: 2\n",
+        "rollout_plan": {"stages": [stage(json!({"labels": {"wave": "a"}})), stage(json!({"percentage": 100}))]},
+    }))
+    .await;
+
+    let detail = app.call_ok("pipeline.get", json!({"id": p.id})).await;
+    assert!(detail.get("nodes").is_none(), "no node list: {detail}");
+    assert_eq!(detail["admitted"]["total"], 5);
+    assert_eq!(detail["excluded"], 1);
+    assert_eq!(detail["release"]["stages"][0]["counts"]["total"], 2);
+    assert_eq!(detail["waiting"]["count"], 3);
+    assert_eq!(detail["waiting"]["sample"][0], json!(["b-1", 1]));
+
+    let nodes = |body: Value| {
+        let mut body = body;
+        body["pipeline_id"] = json!(p.id);
+        app.call_ok("pipeline.nodes", body)
+    };
+    let all = nodes(json!({})).await;
+    assert_eq!(
+        (all["total"].clone(), all["matched"].clone()),
+        (json!(5), json!(5))
+    );
+    assert_eq!(names(&all), ["a-1", "a-2", "b-1", "b-2", "b-3"]);
+    assert_eq!(names(&nodes(json!({"stage": "1"})).await), ["a-1", "a-2"]);
+    assert_eq!(
+        names(&nodes(json!({"stage": "none", "limit": 2})).await),
+        ["b-1", "b-2"]
+    );
+    let page = nodes(json!({"stage": "none", "offset": 2})).await;
+    assert_eq!(names(&page), ["b-3"]);
+    assert_eq!(page["nodes"][0]["served_version"], 1);
+    let message = app
+        .call_refused(
+            "pipeline.nodes",
+            json!({"pipeline_id": p.id, "stage": "first"}),
+            400,
+        )
+        .await;
+    assert!(message.starts_with("stage:"), "{message}");
+}
+
+#[tokio::test]
+async fn the_deploy_preview_is_counted_by_the_server_with_a_sample_of_names() {
+    let app = TestApp::spawn().await;
+    for i in 0..30 {
+        app.enroll(&format!("edge-{i:02}"), &[("tier", "edge")])
+            .await;
+    }
+    app.enroll("db-1", &[("tier", "db")]).await;
+    let p = app.create_pipeline("logs", &[("tier", "edge")]).await;
+
+    let preview = app
+        .call_ok(
+            "release.preview",
+            json!({
+                "pipeline_id": p.id,
+                "release_id": "a-release",
+                "selectors": [{"percentage": 10}, {"percentage": 100}, {"labels": {}}],
+            }),
+        )
+        .await;
+    assert_eq!(preview["admitted"], 30);
+    assert_eq!(preview["excluded"], 1);
+    assert_eq!(preview["excluded_sample"], json!(["db-1"]));
+    let first = &preview["stages"][0]["Adds"];
+    assert_eq!(
+        (first["adds"].clone(), first["targeted"].clone()),
+        (json!(3), json!(3))
+    );
+    let second = &preview["stages"][1]["Adds"];
+    assert_eq!(second["adds"], 27);
+    assert_eq!(second["names"].as_array().unwrap().len(), 20);
+    assert_eq!(preview["stages"][2], json!("FixSelector"));
 }

@@ -258,3 +258,16 @@ async fn heartbeats_arriving_together_are_all_counted_once_on_sqlite() {
 async fn heartbeats_arriving_together_are_all_counted_once_on_postgres() {
     heartbeats_arriving_together_are_all_counted_once(TestApp::spawn_postgres().await).await;
 }
+
+/// A report for a pipeline id no pipeline has, even one PostgreSQL could not store (a NUL),
+/// is ignored: the heartbeat is still acknowledged.
+#[tokio::test]
+async fn a_report_for_a_made_up_pipeline_id_is_ignored_on_postgres() {
+    let app = TestApp::spawn_postgres().await;
+    let node = app.enroll("edge-1", &[]).await;
+    let resp = app
+        .post_heartbeat(&node.node_token, running("\u{0}", 5).to_string())
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(app.node_view(&node.node_id).await.pipelines.is_empty());
+}

@@ -398,6 +398,10 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
         ("fleet.groups", env.clone()),
         ("pipeline.list", env.clone()),
         ("pipeline.get", json!({"id": rollout.pipeline_id})),
+        (
+            "pipeline.nodes",
+            json!({"pipeline_id": rollout.pipeline_id}),
+        ),
         ("environment.list", json!({})),
     ] {
         let (status, text) = app.call(endpoint, body).await;

@@ -224,6 +224,7 @@ async fn no_secret_appears_in_logs_metrics_pages_or_list_answers() {
             ("fleet.nodes", env.clone()),
             ("pipeline.list", env.clone()),
             ("pipeline.get", json!({"id": pipeline_id})),
+            ("pipeline.nodes", json!({"pipeline_id": pipeline_id})),
             ("admin.edge.get", json!({})),
             ("audit.list", json!({"query": {"limit": 500}})),
         ] {

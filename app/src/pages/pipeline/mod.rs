@@ -5,16 +5,18 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::pipelines::{diff_versions, get_pipeline, DeployPipeline};
+use crate::api::pipelines::{diff_versions, get_pipeline, pipeline_nodes, DeployPipeline};
 
 mod deploy;
 mod history;
+mod nodes;
 mod rollout;
 
-use crate::components::{use_session, use_tick, LabelChips, Loaded, StatusBadge, Table};
-use crate::types::{format_time, DiffView, PipelineDetail, PipelineNodeView};
+use crate::components::{use_session, use_tick, LabelChips, Loaded, Table};
+use crate::types::{format_time, DiffView, PipelineDetail};
 use deploy::DeployForm;
 use history::History;
+use nodes::{NodesShown, NodesTable};
 use rollout::{RolloutActions, RolloutView};
 
 #[component]
@@ -34,6 +36,30 @@ pub fn PipelinePage() -> impl IntoView {
             )
         },
         |(id, _, _, _)| get_pipeline(id),
+    );
+    // The nodes table: its own page of nodes, refreshed with the detail.
+    let shown = RwSignal::new(NodesShown::default());
+    let nodes = Resource::new(
+        move || {
+            (
+                id.get(),
+                tick.get(),
+                deploy.version().get(),
+                actions.version(),
+                shown.get(),
+            )
+        },
+        |(id, _, _, _, s)| {
+            pipeline_nodes(
+                id,
+                s.text(&s.name),
+                s.text(&s.label),
+                s.status,
+                s.stage.map(|n| n.to_string()),
+                Some(s.offset),
+                None,
+            )
+        },
     );
     let diff = DiffChoice {
         from: RwSignal::new(None),
@@ -61,9 +87,9 @@ pub fn PipelinePage() -> impl IntoView {
     view! {
         <Loaded resource=detail loading="Loading pipeline..." let:d>
             <PipelineHeader d=d.clone()/>
-            <RolloutView d=d.clone() actions/>
-            <NodesTable nodes=d.nodes.clone()/>
+            <RolloutView d=d.clone() actions shown/>
         </Loaded>
+        <NodesTable nodes shown/>
         <Loaded resource=can_deploy hide_loading=true hide_errors=true let:can>
             {can.then(|| view! { <DeployForm id deploy detail/> })}
         </Loaded>
@@ -88,42 +114,6 @@ fn PipelineHeader(d: PipelineDetail) -> impl IntoView {
             <dd><LabelChips labels=p.node_selector.clone()/></dd>
         </dl>
     }
-}
-
-#[component]
-fn NodesTable(nodes: Vec<PipelineNodeView>) -> impl IntoView {
-    if nodes.is_empty() {
-        return view! { <p class="empty">"No nodes in this environment."</p> }.into_any();
-    }
-    view! {
-        <h2>"Nodes"</h2>
-        <Table rows=nodes testid="pipeline-nodes"
-            columns=&["Node", "Agent", "Served", "Running", "Process", "Events in", "Errors"] let:n>
-            {
-                let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
-                let running_attr = running.clone();
-                let served = match n.served_version {
-                    Some(v) => format!("v{v} ({})", n.served.label()),
-                    None => n.served.label().to_string(),
-                };
-                view! {
-                    <tr data-node=n.node_name.clone() data-running=running_attr>
-                        <th scope="row">{n.node_name.clone()}</th>
-                        <td><StatusBadge status=n.node_status/></td>
-                        <td>{served}</td>
-                        <td>{running}</td>
-                        <td>{match n.process_status.clone() {
-                            Some(s) => view! { <StatusBadge status=s/> }.into_any(),
-                            None => view! { <span class="muted">"-"</span> }.into_any(),
-                        }}</td>
-                        <td class="num">{n.events_in}</td>
-                        <td class="num">{n.errors_total}</td>
-                    </tr>
-                }
-            }
-        </Table>
-    }
-    .into_any()
 }
 
 /// Which two versions the diff compares; kept at page level so refreshes keep the choice.

@@ -5,16 +5,17 @@ use leptos::prelude::*;
 use super::canary_model::{CanaryDraft, CanaryEdit};
 use super::field_errors::{Field, FieldErrors};
 use super::plan_model::SelectorKind;
-use super::preview::{DeployContext, StagePreview};
 use super::preview_view::{FleetSummary, StagePreviewLine};
 use super::selector_fields::SelectorFields;
+use super::Preview;
+use crate::preview::StagePreview;
 
 #[component]
 pub fn CanaryFields(
     canary: RwSignal<CanaryDraft>,
     errors: Memo<FieldErrors>,
     previews: Memo<Option<Vec<StagePreview>>>,
-    context: RwSignal<Option<DeployContext>>,
+    preview: RwSignal<Preview>,
 ) -> impl IntoView {
     let edit = move |e: CanaryEdit| canary.update(|c| c.apply(e));
     let selector = Signal::derive(move || canary.with(|c| c.selector.clone()));
@@ -44,7 +45,7 @@ pub fn CanaryFields(
             </p>
             <StagePreviewLine preview=Signal::derive(move || super::stage_preview(previews, 0))
                 testid="canary-preview"/>
-            <FleetSummary context/>
+            <FleetSummary preview/>
         </fieldset>
     }
 }

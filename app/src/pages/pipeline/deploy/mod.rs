@@ -1,16 +1,17 @@
 //! The deploy dialog: direct deploy, plan-less canary, or a progressive rollout plan.
 //!
 //! Its state is plain data in signals (`plan_model`, `canary_model`), checked by `vf_rules`
-//! on every change (`field_errors`) and previewed with `vf_rules` selection (`preview`). The
-//! views only bind controls to edits of that data.
+//! on every change (`field_errors`) and previewed by the server with `vf_rules` selection
+//! (`crate::preview`, `release.preview`). The views only bind controls to edits of that data.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api::error_text;
 use crate::api::pipelines::DeployPipeline;
-use crate::api::releases::{new_release_id, CreateCanary};
+use crate::api::releases::{new_release_id, preview_release, CreateCanary};
 use crate::components::ErrorBox;
+use crate::preview::{GroupRef, PreviewView, StagePreview};
 use crate::types::PipelineDetail;
 
 mod canary_fields;
@@ -22,7 +23,6 @@ mod gates_editor;
 mod mode;
 mod plan_editor;
 mod plan_model;
-mod preview;
 mod preview_view;
 mod selector_fields;
 mod stage_editor;
@@ -34,7 +34,36 @@ use field_errors::{CheckedPlan, FieldErrors};
 use mode::{Mode, ModeChoice};
 use plan_editor::PlanEditor;
 use plan_model::PlanDraft;
-use preview::{preview_stages, DeployContext, StagePreview};
+
+/// What the dialog needs from the pipeline besides the preview, without the counters that
+/// change every poll, so it only changes when the groups, the fleet's size or the Prometheus
+/// setting do.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeployContext {
+    pub groups: Vec<GroupRef>,
+    pub prometheus: bool,
+    /// Admitted and excluded node counts: the preview is asked again when they change.
+    pub fleet: (i64, i64),
+}
+
+impl DeployContext {
+    pub fn from_detail(d: &PipelineDetail) -> DeployContext {
+        DeployContext {
+            groups: (d.groups.iter())
+                .map(|g| GroupRef {
+                    id: g.id.clone(),
+                    name: g.name.clone(),
+                    criteria: g.criteria.clone(),
+                })
+                .collect(),
+            prometheus: d.prometheus_configured,
+            fleet: (d.admitted.total, d.excluded),
+        }
+    }
+}
+
+/// The server's preview of the release being drafted; an error says why there is none.
+pub type Preview = Option<Result<PreviewView, String>>;
 
 /// The release id the preview ranks with and create is given, reserved when the dialog
 /// mounts (and again after a release is created with it).
@@ -116,19 +145,41 @@ pub fn DeployForm(
     let canary_parts = Memo::new(move |_| canary.with(CanaryDraft::request));
     let canary_errors =
         Memo::new(move |_| canary_parts.with(|c| FieldErrors::new(c.errors.clone())));
-    let previews = Memo::new(move |_| {
+    // Asked again whenever the draft's selectors, the release id or the fleet change; only
+    // the answer to the latest question is kept.
+    let preview = RwSignal::new(None::<Result<PreviewView, String>>);
+    let asked = StoredValue::new(0u64);
+    Effect::new(move |_| {
         let selectors = match mode.get() {
-            Mode::Direct => return None,
+            Mode::Direct => return,
             Mode::Canary => vec![canary_parts.with(|c| c.selector.clone())],
             Mode::Progressive => checked_plan.with(CheckedPlan::selectors),
         };
-        let id = match release_id.get() {
+        let release = match release_id.get() {
             ReleaseId::Ready(id) => id,
             // Without a reserved id the server picks one; ranking is then unknown.
             ReleaseId::Failed(_) => String::new(),
-            ReleaseId::Loading => return None,
+            ReleaseId::Loading => return,
         };
-        context.with(|c| c.as_ref().map(|c| preview_stages(&id, &selectors, c)))
+        if context.with(Option::is_none) {
+            return;
+        }
+        let pipeline = id.get();
+        asked.update_value(|n| *n += 1);
+        let question = asked.get_value();
+        spawn_local(async move {
+            let answer = preview_release(pipeline, release, selectors).await;
+            if asked.get_value() == question {
+                preview.set(Some(answer.map_err(|e| error_text(&e))));
+            }
+        });
+    });
+    let previews = Memo::new(move |_| {
+        preview.with(|p| {
+            p.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|p| p.stages.clone())
+        })
     });
 
     let empty = Memo::new(move |_| config.with(|c| c.trim().is_empty()));
@@ -199,8 +250,8 @@ pub fn DeployForm(
             <label>"Changelog" <input name="changelog" bind:value=changelog placeholder="What changed and why"/></label>
             {move || match mode.get() {
                 Mode::Direct => ().into_any(),
-                Mode::Canary => view! { <CanaryFields canary errors=canary_errors previews context/> }.into_any(),
-                Mode::Progressive => view! { <PlanEditor plan checked=checked_plan previews context/> }.into_any(),
+                Mode::Canary => view! { <CanaryFields canary errors=canary_errors previews preview/> }.into_any(),
+                Mode::Progressive => view! { <PlanEditor plan checked=checked_plan previews preview context/> }.into_any(),
             }}
             {move || match release_id.get() {
                 ReleaseId::Failed(message) if mode.get() != Mode::Direct => Some(view! {

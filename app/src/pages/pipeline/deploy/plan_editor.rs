@@ -4,15 +4,17 @@ use leptos::prelude::*;
 
 use super::field_errors::{CheckedPlan, Field};
 use super::plan_model::{PlanDraft, PlanEdit, MAX_STAGES};
-use super::preview::{DeployContext, StagePreview};
 use super::preview_view::FleetSummary;
 use super::stage_editor::StageEditor;
+use super::{DeployContext, Preview};
+use crate::preview::StagePreview;
 
 #[component]
 pub fn PlanEditor(
     plan: RwSignal<PlanDraft>,
     checked: Memo<CheckedPlan>,
     previews: Memo<Option<Vec<StagePreview>>>,
+    preview: RwSignal<Preview>,
     context: RwSignal<Option<DeployContext>>,
 ) -> impl IntoView {
     let prometheus = Memo::new(move |_| context.with(|c| c.as_ref().is_some_and(|c| c.prometheus)));
@@ -48,7 +50,7 @@ pub fn PlanEditor(
                     " PromQL gates need VF_PROMETHEUS_URL, which this server does not have, so they are not offered.",
                 )}
             </p>
-            <FleetSummary context/>
+            <FleetSummary preview/>
             {move || error(Field::Other).map(|m| view! { <p class="field-error">{m}</p> })}
             <For each=move || plan.with(PlanDraft::keys) key=|k| *k let:key>
                 <StageEditor plan key checked previews context prometheus/>

@@ -3,7 +3,8 @@
 
 use leptos::prelude::*;
 
-use super::preview::{DeployContext, StagePreview};
+use super::Preview;
+use crate::preview::StagePreview;
 
 fn nodes(n: usize) -> String {
     if n == 1 {
@@ -22,14 +23,16 @@ pub fn StagePreviewLine(
         None => view! { <p class="muted">"Working out which nodes this adds..."</p> }.into_any(),
         Some(StagePreview::Adds {
             names,
+            adds,
             targeted,
             fleet,
         }) => {
-            let head = if names.is_empty() {
+            let head = if adds == 0 {
                 "Adds no nodes".to_owned()
             } else {
-                format!("Adds {}", nodes(names.len()))
+                format!("Adds {}", nodes(adds))
             };
+            let more = (adds > names.len()).then(|| format!("and {} more", adds - names.len()));
             view! {
                 <p>
                     <strong class="preview-count">{head}</strong>
@@ -37,6 +40,7 @@ pub fn StagePreviewLine(
                 </p>
                 <ul class="chips preview-nodes" aria-label="Nodes this adds">
                     {names.into_iter().map(|n| view! { <li class="chip">{n}</li> }).collect_view()}
+                    {more.map(|m| view! { <li class="chip muted">{m}</li> })}
                 </ul>
             }
             .into_any()
@@ -58,24 +62,24 @@ pub fn StagePreviewLine(
 
 /// The release's fleet at a glance, and the nodes the pipeline's nodeSelector keeps out.
 #[component]
-pub fn FleetSummary(context: RwSignal<Option<DeployContext>>) -> impl IntoView {
+pub fn FleetSummary(preview: RwSignal<Preview>) -> impl IntoView {
     let body = move || {
-        context.with(|c| match c {
+        preview.with(|p| match p {
             None => view! { <p class="muted">"Loading the fleet..."</p> }.into_any(),
-            Some(c) => {
-                let admitted = c.nodes.iter().filter(|n| n.admitted).count();
-                let excluded = c.excluded_names();
-                let excluded_text = if excluded.is_empty() {
+            Some(Err(message)) => view! { <p class="field-error">{format!("No preview: {message}")}</p> }.into_any(),
+            Some(Ok(p)) => {
+                let excluded_text = if p.excluded == 0 {
                     "The pipeline's node selector admits every node of the environment.".to_owned()
                 } else {
+                    let more = if p.excluded > p.excluded_sample.len() { ", ..." } else { "" };
                     format!(
-                        "Excluded by the pipeline's node selector, never targeted ({}): {}",
-                        excluded.len(),
-                        excluded.join(", ")
+                        "Excluded by the pipeline's node selector, never targeted ({}): {}{more}",
+                        p.excluded,
+                        p.excluded_sample.join(", ")
                     )
                 };
                 view! {
-                    <p>{format!("Fleet: {} admitted by the pipeline's node selector.", nodes(admitted))}</p>
+                    <p>{format!("Fleet: {} admitted by the pipeline's node selector.", nodes(p.admitted))}</p>
                     <p class="muted" data-testid="excluded-nodes">{excluded_text}</p>
                 }
                 .into_any()

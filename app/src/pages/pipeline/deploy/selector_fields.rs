@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use super::plan_model::{SelectorDraft, SelectorEdit, SelectorKind};
-use super::preview::GroupRef;
+use crate::preview::GroupRef;
 
 #[component]
 pub fn SelectorFields(

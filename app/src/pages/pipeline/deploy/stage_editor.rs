@@ -7,9 +7,10 @@ use super::field_errors::{CheckedPlan, Field};
 use super::focus::focus_later;
 use super::gates_editor::GatesEditor;
 use super::plan_model::{BakeUnit, PlanDraft, PlanEdit, SelectorKind, StageEdit};
-use super::preview::{DeployContext, StagePreview};
 use super::preview_view::StagePreviewLine;
 use super::selector_fields::SelectorFields;
+use super::DeployContext;
+use crate::preview::StagePreview;
 
 #[component]
 pub fn StageEditor(

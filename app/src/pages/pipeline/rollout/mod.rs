@@ -1,5 +1,5 @@
-//! The rollout view: the pipeline's release, stage by stage, with each stage's nodes, its
-//! gate results and evidence, the bake countdown, the nodes not targeted yet, and the
+//! The rollout view: the pipeline's release, stage by stage, with each stage's nodes counted
+//! by status (the nodes table below lists them), its gate results and evidence, the bake countdown, the nodes not targeted yet, and the
 //! operator buttons the release's state allows.
 
 mod countdown;
@@ -7,10 +7,11 @@ mod gates;
 
 use leptos::prelude::*;
 
+use super::nodes::NodesShown;
 use crate::api::error_text;
 use crate::api::releases::{AdvanceRelease, BroadenRelease, CompleteRelease, RollbackRelease};
 use crate::components::{ErrorBox, StatusBadge};
-use crate::types::{PipelineDetail, PipelineNodeView, ReleaseView};
+use crate::types::{NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use countdown::Countdown;
 pub use gates::GateEvaluations;
 
@@ -125,22 +126,16 @@ pub fn selector_text(plan: Option<&vf_rules::RolloutPlan>, index: usize) -> Stri
 }
 
 #[component]
-pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView {
+pub fn RolloutView(
+    d: PipelineDetail,
+    actions: RolloutActions,
+    shown: RwSignal<NodesShown>,
+) -> impl IntoView {
     let Some(r) = d.release.clone() else {
         return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
     };
     let in_flight = r.in_flight();
-    let targeted: std::collections::BTreeSet<String> = r
-        .stages
-        .iter()
-        .flat_map(|s| s.node_ids.iter().cloned())
-        .collect();
-    let waiting: Vec<PipelineNodeView> = d
-        .nodes
-        .iter()
-        .filter(|n| n.admitted && !targeted.contains(&n.node_id))
-        .cloned()
-        .collect();
+    let waiting = d.waiting.clone();
     let release_id = r.id.clone();
     let title = if in_flight {
         "Rollout in flight"
@@ -165,9 +160,9 @@ pub fn RolloutView(d: PipelineDetail, actions: RolloutActions) -> impl IntoView 
             {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
             <ActionButtons release=r.clone() release_id actions/>
             <ol class="stages" data-testid="stages">
-                {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() nodes=d.nodes.clone() index=i/> }).collect_view()}
+                {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown/> }).collect_view()}
             </ol>
-            {in_flight.then(|| view! { <Waiting nodes=waiting r=r.clone()/> })}
+            {in_flight.then(|| view! { <Waiting waiting r=r.clone()/> })}
         </section>
     }
     .into_any()
@@ -221,7 +216,7 @@ fn ActionButtons(
 }
 
 #[component]
-fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl IntoView {
+fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl IntoView {
     let state = stage_state(&r, index);
     let stage = r.stages.get(index).cloned();
     let planned = r.plan.as_ref().and_then(|p| p.stage(index));
@@ -229,17 +224,8 @@ fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl
     let gates: Vec<&str> = planned
         .map(|s| s.gates.iter().map(|g| g.kind()).collect())
         .unwrap_or_default();
-    let stage_nodes: Vec<PipelineNodeView> = stage
-        .as_ref()
-        .map(|s| {
-            nodes
-                .iter()
-                .filter(|n| s.node_ids.contains(&n.node_id))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
     let class = format!("stage stage-{}", state.as_str().replace(' ', "-"));
+    let number = index as i64 + 1;
     view! {
         <li class=class data-testid=format!("stage-{}", index + 1) data-state=state.as_str()>
             <div class="stage-head">
@@ -249,60 +235,83 @@ fn StageCard(r: ReleaseView, nodes: Vec<PipelineNodeView>, index: usize) -> impl
                     if gates.is_empty() { "none".to_string() } else { gates.join(", ") })}</span>
             </div>
             {stage.clone().map(|s| view! {
-                <p class="muted small">{format!("{} node(s) added", s.node_ids.len())}</p>
-                {(!stage_nodes.is_empty()).then(|| view! { <NodesOfStage nodes=stage_nodes.clone()/> })}
+                <p class="muted small">
+                    {format!("{} added", plural(s.node_ids.len() as i64, "node"))}
+                    {(!s.node_ids.is_empty()).then(|| view! {
+                        " "
+                        <a href="#pipeline-nodes" on:click=move |_| shown.set(NodesShown::of_stage(number))>"Show its nodes"</a>
+                    })}
+                </p>
+                {(s.counts.total > 0).then(|| view! { <StageCounts counts=s.counts.clone()/> })}
                 <GateEvaluations evaluations=s.evaluations.clone()/>
             })}
         </li>
     }
 }
 
+fn plural(n: i64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// A stage's nodes counted by agent status, process status and running version.
 #[component]
-fn NodesOfStage(nodes: Vec<PipelineNodeView>) -> impl IntoView {
+fn StageCounts(counts: NodeCounts) -> impl IntoView {
+    let statuses = counts
+        .by_status
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let processes = counts
+        .by_process
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.as_deref().unwrap_or("not reported")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let running = counts
+        .by_running
+        .iter()
+        .map(|(v, n)| match v {
+            Some(v) => format!("{n} on v{v}"),
+            None => format!("{n} running none"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     view! {
-        <table class="grid compact">
-            <thead><tr>
-                <th scope="col">"Node"</th><th scope="col">"Agent"</th><th scope="col">"Running"</th>
-                <th scope="col">"Process"</th><th scope="col">"Events in"</th><th scope="col">"Errors"</th>
-            </tr></thead>
-            <tbody>
-                {nodes.into_iter().map(|n| {
-                    let running = n.running_version.map(|v| format!("v{v}")).unwrap_or_else(|| "-".into());
-                    view! {
-                        <tr data-node=n.node_name.clone()>
-                            <th scope="row">{n.node_name.clone()}</th>
-                            <td><StatusBadge status=n.node_status/></td>
-                            <td>{running}</td>
-                            <td>{n.process_status.clone().map(|s| view! { <StatusBadge status=s/> })}</td>
-                            <td class="num">{n.events_in}</td>
-                            <td class="num">{n.errors_total}</td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
+        <dl class="facts small stage-counts" data-testid="stage-counts">
+            <dt>"Agents"</dt><dd>{statuses}</dd>
+            <dt>"Process"</dt><dd>{processes}</dd>
+            <dt>"Running"</dt><dd data-testid="stage-running">{running}</dd>
+        </dl>
     }
 }
 
 #[component]
-fn Waiting(nodes: Vec<PipelineNodeView>, r: ReleaseView) -> impl IntoView {
+fn Waiting(waiting: WaitingNodes, r: ReleaseView) -> impl IntoView {
     let held_on = match r.previous_version {
         Some(v) => format!("held on v{v}"),
         None => "withheld (first deploy: the pipeline is not served to them yet)".to_string(),
     };
+    let more = waiting.count - waiting.sample.len() as i64;
     view! {
         <div class="waiting" data-testid="not-targeted">
-            <h3>{format!("Not targeted yet ({})", nodes.len())}</h3>
-            {if nodes.is_empty() {
+            <h3>{format!("Not targeted yet ({})", waiting.count)}</h3>
+            {if waiting.count == 0 {
                 view! { <p class="muted">"Every node of the fleet is targeted."</p> }.into_any()
             } else {
                 view! {
                     <p class="muted">{format!("These nodes are {held_on} until their stage opens.")}</p>
                     <ul class="chips">
-                        {nodes.into_iter().map(|n| {
-                            let label = match n.served_version { Some(v) => format!("{} (v{v})", n.node_name), None => format!("{} (withheld)", n.node_name) };
-                            view! { <li class="chip" data-node=n.node_name.clone()>{label}</li> }
+                        {waiting.sample.into_iter().map(|(name, served)| {
+                            let label = match served { Some(v) => format!("{name} (v{v})"), None => format!("{name} (withheld)") };
+                            view! { <li class="chip" data-node=name>{label}</li> }
                         }).collect_view()}
+                        {(more > 0).then(|| view! { <li class="chip muted">{format!("and {more} more")}</li> })}
                     </ul>
                 }.into_any()
             }}

@@ -1,13 +1,15 @@
-//! The live preview: which nodes each stage would add, computed in the browser with the same
-//! `vf_rules` selection the server runs at create (same release id, same admitted fleet,
-//! same node groups), so what the operator sees is what the release will do.
+//! The deploy dialog's live preview: which nodes each stage would add, computed by the
+//! server (`release.preview`) with the same `vf_rules` selection it runs at create (same
+//! release id, same admitted fleet, same node groups), so what the operator sees is what the
+//! release will do. The browser gets counts and the first few names, never the fleet.
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use vf_rules::{cumulative_targets, stage_additions, NodeRef, RolloutPlan};
 
-use crate::types::{Labels, PipelineDetail};
+use crate::types::Labels;
 
 /// The part of a node the dialog reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,44 +22,21 @@ pub struct FleetNode {
 }
 
 /// A node group a stage may name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupRef {
     pub id: String,
     pub name: String,
     pub criteria: Labels,
 }
 
-/// What the dialog needs from the pipeline, without the counters that change every poll,
-/// so it only changes when the fleet, the groups or the Prometheus setting do.
+/// What selection reads: the environment's nodes and its node groups.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DeployContext {
+pub struct Selection {
     pub nodes: Vec<FleetNode>,
     pub groups: Vec<GroupRef>,
-    pub prometheus: bool,
 }
 
-impl DeployContext {
-    pub fn from_detail(d: &PipelineDetail) -> DeployContext {
-        DeployContext {
-            nodes: (d.nodes.iter())
-                .map(|n| FleetNode {
-                    id: n.node_id.clone(),
-                    name: n.node_name.clone(),
-                    labels: n.labels.clone(),
-                    admitted: n.admitted,
-                })
-                .collect(),
-            groups: (d.groups.iter())
-                .map(|g| GroupRef {
-                    id: g.id.clone(),
-                    name: g.name.clone(),
-                    criteria: g.criteria.clone(),
-                })
-                .collect(),
-            prometheus: d.prometheus_configured,
-        }
-    }
-
+impl Selection {
     /// The release's fleet: the admitted nodes.
     pub fn fleet(&self) -> Vec<NodeRef> {
         (self.nodes.iter().filter(|n| n.admitted))
@@ -93,12 +72,60 @@ impl DeployContext {
     }
 }
 
+/// The preview of a whole release: the fleet, and each stage's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PreviewView {
+    /// Nodes the pipeline's nodeSelector admits (the release fleet).
+    pub admitted: usize,
+    /// Nodes it keeps out, and the first of them by name.
+    pub excluded: usize,
+    pub excluded_sample: Vec<String>,
+    pub stages: Vec<StagePreview>,
+}
+
+/// How many names a preview shows at most.
+pub const SAMPLE: usize = 20;
+
+impl PreviewView {
+    /// The preview the browser gets: counts, and at most [`SAMPLE`] names per list.
+    pub fn of(release_id: &str, selectors: &[Value], selection: &Selection) -> PreviewView {
+        let excluded = selection.excluded_names();
+        PreviewView {
+            admitted: selection.nodes.iter().filter(|n| n.admitted).count(),
+            excluded: excluded.len(),
+            excluded_sample: excluded.into_iter().take(SAMPLE).collect(),
+            stages: preview_stages(release_id, selectors, selection)
+                .into_iter()
+                .map(|p| match p {
+                    StagePreview::Adds {
+                        mut names,
+                        adds,
+                        targeted,
+                        fleet,
+                    } => {
+                        names.truncate(SAMPLE);
+                        StagePreview::Adds {
+                            names,
+                            adds,
+                            targeted,
+                            fleet,
+                        }
+                    }
+                    other => other,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What one stage's preview says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StagePreview {
-    /// The nodes this stage adds (names, sorted), and how many are targeted once it opens.
+    /// How many nodes this stage adds and their names (sorted; the first [`SAMPLE`] once
+    /// sent to the browser), and how many are targeted once it opens.
     Adds {
         names: Vec<String>,
+        adds: usize,
         targeted: usize,
         fleet: usize,
     },
@@ -115,7 +142,7 @@ pub enum StagePreview {
 pub fn preview_stages(
     release_id: &str,
     selectors: &[Value],
-    context: &DeployContext,
+    context: &Selection,
 ) -> Vec<StagePreview> {
     // Selection only reads selectors, so preview the longest prefix whose selectors are
     // valid, even while a bake time or gate elsewhere is still being typed.
@@ -156,6 +183,7 @@ pub fn preview_stages(
                 let added = stage_additions(&before, &targets);
                 previews.push(StagePreview::Adds {
                     names: context.names(&added),
+                    adds: added.len(),
                     targeted: targets.len(),
                     fleet: fleet.len(),
                 });
@@ -180,8 +208,8 @@ mod tests {
         }
     }
 
-    fn context() -> DeployContext {
-        DeployContext {
+    fn context() -> Selection {
+        Selection {
             nodes: vec![
                 node("edge-a", "0", true),
                 node("edge-b", "1", true),
@@ -194,13 +222,13 @@ mod tests {
                 name: "Wave 1".into(),
                 criteria: [("wave".to_owned(), "1".to_owned())].into(),
             }],
-            prometheus: false,
         }
     }
 
     fn adds(names: &[&str], targeted: usize) -> StagePreview {
         StagePreview::Adds {
             names: names.iter().map(|s| s.to_string()).collect(),
+            adds: names.len(),
             targeted,
             fleet: 4,
         }
@@ -249,6 +277,7 @@ mod tests {
             assert_eq!(
                 previews[0],
                 StagePreview::Adds {
+                    adds: expected.len(),
                     names: expected,
                     targeted: 2,
                     fleet: 4
@@ -287,18 +316,33 @@ mod tests {
 
     #[test]
     fn an_empty_fleet_previews_no_nodes() {
-        let previews = preview_stages(
-            "rel",
-            &[json!({"percentage": 10})],
-            &DeployContext::default(),
-        );
+        let previews = preview_stages("rel", &[json!({"percentage": 10})], &Selection::default());
         assert_eq!(
             previews,
             vec![StagePreview::Adds {
                 names: vec![],
+                adds: 0,
                 targeted: 0,
                 fleet: 0
             }]
         );
+    }
+
+    #[test]
+    fn the_browser_gets_counts_and_a_sample_of_names() {
+        let nodes = (0..50)
+            .map(|i| node(&format!("n-{i:02}"), "0", i < 30))
+            .collect();
+        let selection = Selection {
+            nodes,
+            groups: vec![],
+        };
+        let view = PreviewView::of("rel", &[json!({"percentage": 100})], &selection);
+        assert_eq!((view.admitted, view.excluded), (30, 20));
+        assert_eq!(view.excluded_sample.len(), SAMPLE);
+        let StagePreview::Adds { names, adds, .. } = &view.stages[0] else {
+            panic!("a preview")
+        };
+        assert_eq!((*adds, names.len()), (30, SAMPLE));
     }
 }
