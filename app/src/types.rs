@@ -136,6 +136,16 @@ pub struct PipelineNodesPage {
     pub nodes: Vec<PipelineNodeView>,
 }
 
+/// A page of the node ids one stage of a release added (`release.stage.nodes`), in the
+/// order selection picked them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageNodesPage {
+    pub total: i64,
+    pub offset: i64,
+    pub limit: i64,
+    pub node_ids: Vec<String>,
+}
+
 /// The nodes of the latest release not targeted by any stage yet.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WaitingNodes {
@@ -203,8 +213,8 @@ pub struct EvaluationView {
 pub struct StageView {
     /// 0-based; pages show it 1-based.
     pub index: i64,
-    /// Nodes this stage added when it started.
-    pub node_ids: Vec<String>,
+    /// How many nodes this stage added when it started (`release.stage.nodes` lists them).
+    pub node_count: i64,
     /// Those nodes counted by status (filled by `pipeline.get`; empty elsewhere).
     #[serde(default)]
     pub counts: NodeCounts,

@@ -38,26 +38,33 @@ fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
 #[cfg(feature = "ssr")]
 pub(crate) const SAMPLE: usize = 20;
 
+/// Which stage (1-based) of the release added each node; empty without a readable release.
+#[cfg(feature = "ssr")]
+fn stage_of(
+    release: Option<&vf_control::releases::StoredRelease>,
+) -> std::collections::HashMap<String, i64> {
+    let Some(Ok(r)) = release else {
+        return Default::default();
+    };
+    r.state
+        .stages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.node_ids.iter().map(move |id| (id.clone(), i as i64 + 1)))
+        .collect()
+}
+
 /// Every node of the pipeline's environment, by name, with what it is served and runs of the
-/// pipeline and which stage of `release` added it; and the node rows.
+/// pipeline and which stage added it (`stage_of`); and the node rows.
 #[cfg(feature = "ssr")]
 async fn node_views(
     ctl: &vf_control::Control,
     p: &vf_control::pipelines::PipelineRow,
-    release: Option<&crate::types::ReleaseView>,
+    stage_of: &std::collections::HashMap<String, i64>,
 ) -> vf_control::Result<(Vec<vf_control::fleet::NodeRow>, Vec<PipelineNodeView>)> {
     let fleet = vf_control::fleet::fleet(&ctl.db, &p.environment_id, ctl.now()).await?;
     let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
     let served = vf_control::delivery::served_nodes(ctl, p, &rows).await?;
-    let stage_of: std::collections::HashMap<&str, i64> = release
-        .map(|r| {
-            r.stages
-                .iter()
-                .enumerate()
-                .flat_map(|(i, s)| s.node_ids.iter().map(move |id| (id.as_str(), i as i64 + 1)))
-                .collect()
-        })
-        .unwrap_or_default();
     let views = fleet
         .into_iter()
         .zip(served)
@@ -65,7 +72,7 @@ async fn node_views(
             let report = n.pipelines.iter().find(|r| r.pipeline_id == p.id);
             PipelineNodeView {
                 admitted: !matches!(s, vf_rules::Served::NotSelected),
-                stage: stage_of.get(n.node.id.as_str()).copied(),
+                stage: stage_of.get(&n.node.id).copied(),
                 labels: n.labels.clone(),
                 node_id: n.node.id.clone(),
                 node_name: n.node.name.clone(),
@@ -160,13 +167,12 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .deployed_version
         .and_then(|d| versions.iter().find(|v| v.version == d))
         .map(|v| v.config_yaml.clone());
-    let release = vf_control::releases::list_releases(&ctl, &id)
+    let stored = vf_control::releases::latest_release(&ctl, &id)
         .await
-        .map_err(fail)?
-        .into_iter()
-        .next()
-        .map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
-    let (rows, nodes) = node_views(&ctl, &p, release.as_ref()).await.map_err(fail)?;
+        .map_err(fail)?;
+    let stage_of = stage_of(stored.as_ref());
+    let release = stored.map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
+    let (rows, nodes) = node_views(&ctl, &p, &stage_of).await.map_err(fail)?;
     let admitted = counts(nodes.iter().filter(|n| n.admitted));
     let excluded = nodes.iter().filter(|n| !n.admitted).count() as i64;
     let mut release = release;
@@ -227,7 +233,7 @@ pub async fn pipeline_nodes(
     use vf_control::access::{Role, Target};
     use vf_control::fleet::{NodeFilter, PageRequest};
     use vf_control::ControlError;
-    let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
     let filter = NodeFilter::parse(name.as_deref(), label.as_deref(), status).map_err(fail)?;
     let page = PageRequest::parse(offset, limit).map_err(fail)?;
     let stage: Option<Option<i64>> = match stage.as_deref().map(str::trim) {
@@ -246,13 +252,12 @@ pub async fn pipeline_nodes(
     let p = vf_control::pipelines::get_pipeline(&ctl.db, &pipeline_id)
         .await
         .map_err(fail)?;
-    let release = vf_control::releases::list_releases(&ctl, &pipeline_id)
+    let stored = vf_control::releases::latest_release(&ctl, &pipeline_id)
         .await
-        .map_err(fail)?
-        .into_iter()
-        .next()
-        .map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
-    let (_, nodes) = node_views(&ctl, &p, release.as_ref()).await.map_err(fail)?;
+        .map_err(fail)?;
+    let (_, nodes) = node_views(&ctl, &p, &stage_of(stored.as_ref()))
+        .await
+        .map_err(fail)?;
     let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted).collect();
     let total = nodes.len() as i64;
     let nodes: Vec<_> = match stage {

@@ -43,7 +43,7 @@ pub(crate) fn release_view(
             .into_iter()
             .map(|st| StageView {
                 index: st.index as i64,
-                node_ids: st.node_ids,
+                node_count: st.node_ids.len() as i64,
                 counts: Default::default(),
                 started_at: st.started_at,
                 bake_deadline: st.bake_deadline,
@@ -228,6 +228,47 @@ pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnErro
         .await
         .map_err(fail)?;
     Ok(release_view(r, ctl.now(), &g))
+}
+
+/// The node ids stage `stage` (1-based) of the release added, a page at a time (`offset`,
+/// `limit` up to 500, default 50), in the order selection picked them.
+#[server(endpoint = "release.stage.nodes", input = Json)]
+pub async fn stage_nodes(
+    release_id: String,
+    stage: i64,
+    #[server(default)] offset: Option<i64>,
+    #[server(default)] limit: Option<i64>,
+) -> Result<crate::types::StageNodesPage, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    use vf_control::ControlError;
+    let (ctl, _) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
+    let page = vf_control::fleet::PageRequest::parse(offset, limit).map_err(fail)?;
+    let r = vf_control::releases::get_release(&ctl, &release_id)
+        .await
+        .map_err(fail)?;
+    let started = r.state.stages.len() as i64;
+    let Some(s) = usize::try_from(stage - 1)
+        .ok()
+        .and_then(|i| r.state.stages.get(i))
+    else {
+        return Err(fail(ControlError::invalid(
+            "stage",
+            format!("a started stage of this release: 1 to {started}"),
+        )));
+    };
+    Ok(crate::types::StageNodesPage {
+        total: s.node_ids.len() as i64,
+        offset: page.offset as i64,
+        limit: page.limit as i64,
+        node_ids: s
+            .node_ids
+            .iter()
+            .skip(page.offset)
+            .take(page.limit)
+            .cloned()
+            .collect(),
+    })
 }
 
 /// A pipeline's releases, newest first.

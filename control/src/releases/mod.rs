@@ -20,7 +20,7 @@ pub use inputs::{
 pub use scheduler::{tick, TickOutcome, Ticked};
 pub use series::{stage_series, SeriesPoint};
 pub use state::{
-    get_release, in_flight_row, latest_statuses, list_releases, load_release, release_creator,
-    ReadBy, Release, ReleaseRow, StoredRelease, Unreadable, RELEASE_COLUMNS,
+    get_release, in_flight_row, latest_release, latest_statuses, list_releases, load_release,
+    release_creator, ReadBy, Release, ReleaseRow, StoredRelease, Unreadable, RELEASE_COLUMNS,
 };
 pub use targets::FleetSnapshot;

@@ -299,6 +299,18 @@ pub async fn get_release(ctl: &Control, id: &str) -> Result<Release> {
     })
 }
 
+/// A pipeline's newest release, if any (reported when unreadable).
+pub async fn latest_release(ctl: &Control, pipeline_id: &str) -> Result<Option<StoredRelease>> {
+    let row = sqlx::query_as::<_, ReleaseRow>(crate::sql!(
+        "SELECT {RELEASE_COLUMNS} FROM releases WHERE pipeline_id = $1
+         ORDER BY created_at DESC, id DESC LIMIT 1"
+    ))
+    .bind(pipeline_id)
+    .fetch_optional(&ctl.db.pool)
+    .await?;
+    Ok(row.map(|row| row.parse().inspect_err(|e| e.report(ctl, ReadBy::View))))
+}
+
 /// A pipeline's releases, newest first; unreadable ones are reported and kept in the list.
 pub async fn list_releases(ctl: &Control, pipeline_id: &str) -> Result<Vec<StoredRelease>> {
     let rows = sqlx::query_as::<_, ReleaseRow>(crate::sql!(

@@ -64,19 +64,23 @@ impl Admission {
         } else {
             self.limit
         };
-        let admitted = self
+        let before = self
             .in_flight
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < cap).then_some(n + 1)
-            })
-            .is_ok();
-        match (admitted, was_refused) {
-            (true, false) => Verdict::Admitted,
-            (true, true) => {
-                owed.remove(&key);
-                Verdict::AdmittedFromReserve
+            });
+        match before {
+            Ok(n) => {
+                if was_refused {
+                    owed.remove(&key);
+                }
+                if n < self.limit {
+                    Verdict::Admitted
+                } else {
+                    Verdict::AdmittedFromReserve
+                }
             }
-            (false, _) => {
+            Err(_) => {
                 if owed.len() < MAX_OWED {
                     owed.insert(key);
                 }

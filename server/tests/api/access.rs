@@ -275,6 +275,13 @@ fn table() -> Vec<Row> {
             |fx, _| json!({ "release_id": fx.release }),
         ),
         row(
+            Fn("release.stage.nodes"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "release_id": fx.release, "stage": 1 }),
+        ),
+        row(
             Fn("release.list"),
             Viewer,
             Environment,

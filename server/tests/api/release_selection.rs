@@ -3,19 +3,17 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use vf_agent::Agent;
 use vf_control::fleet;
 
 use crate::helpers::{labels, operator, TestApp};
 use crate::releases::{poll_all, served, stage};
 
-fn node_ids(release: &Value, stage: usize) -> BTreeSet<String> {
-    release["stages"][stage]["node_ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
+async fn node_ids(app: &TestApp, release_id: &str, stage: usize) -> BTreeSet<String> {
+    app.stage_nodes(release_id, stage)
+        .await
+        .into_iter()
         .collect()
 }
 
@@ -35,7 +33,7 @@ async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_
     poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4]).await;
     assert_eq!(served(&[&n1, &n2, &n3, &n4], &p.id), [Some(1); 4]);
 
-    let (id, release) = app
+    let (id, _) = app
         .create_release(json!({
             "pipeline_id": p.id,
             "config_yaml": "v: 2\n",
@@ -45,7 +43,7 @@ async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_
             ]},
         }))
         .await;
-    let first = node_ids(&release, 0);
+    let first = node_ids(&app, &id, 0).await;
     assert_eq!(first.len(), 2);
     // The two nodes first in this release's order: sha256(releaseId:nodeId) ascending.
     let mut ranked: Vec<(String, String)> = ids(&[&n1, &n2, &n3, &n4])
@@ -70,8 +68,8 @@ async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_
     // A node that enrolls after the last stage started is not targeted until the release
     // leaves flight.
     let mut late = app.start_agent("late", &[]).await;
-    let r = app.release(&id).await;
-    let second = node_ids(&r, 1);
+    assert_eq!(app.release(&id).await["stages"][1]["node_count"], 2);
+    let second = node_ids(&app, &id, 1).await;
     assert_eq!(second.len(), 2);
     assert!(first.is_disjoint(&second));
     assert_eq!(
@@ -123,7 +121,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
         [Some(1), Some(1), Some(1), None]
     );
 
-    let (id, release) = app
+    let (id, _) = app
         .create_release(json!({
             "pipeline_id": p.id,
             "config_yaml": "v: 2\n",
@@ -133,7 +131,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
             ]},
         }))
         .await;
-    assert_eq!(node_ids(&release, 0), ids(&[&edge1, &edge2]));
+    assert_eq!(node_ids(&app, &id, 0).await, ids(&[&edge1, &edge2]));
     poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
     assert_eq!(
         served(&[&edge1, &edge2, &core, &dev], &p.id),
@@ -142,7 +140,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
     assert!(!app.pipeline_file("edge-dev", &p.id).exists());
 
     assert_eq!(app.decide_after(30_000).await, "advance");
-    assert_eq!(node_ids(&app.release(&id).await, 1), ids(&[&core]));
+    assert_eq!(node_ids(&app, &id, 1).await, ids(&[&core]));
     poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
     assert_eq!(
         served(&[&edge1, &edge2, &core, &dev], &p.id),

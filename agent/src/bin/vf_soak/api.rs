@@ -40,6 +40,8 @@ pub struct Release {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     pub index: i64,
+    /// Read page by page from `release.stage.nodes` (the release only counts them).
+    #[serde(default)]
     pub node_ids: Vec<String>,
     pub started_at: i64,
 }
@@ -55,6 +57,8 @@ pub struct Admin {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// Node ids of started stages, by release and stage: fixed once a stage starts.
+    stage_nodes: std::sync::Mutex<std::collections::HashMap<(String, i64), Vec<String>>>,
 }
 
 impl Admin {
@@ -63,6 +67,7 @@ impl Admin {
             http,
             base: base.to_string(),
             token: token.to_string(),
+            stage_nodes: Default::default(),
         }
     }
 
@@ -115,12 +120,57 @@ impl Admin {
             "changelog": "soak v2",
             "rollout_plan": plan,
         });
-        self.call("release.canary.create", args).await
+        let release = self.call("release.canary.create", args).await?;
+        self.with_stage_nodes(release).await
     }
 
     pub async fn release(&self, release_id: &str) -> Result<Release> {
-        self.call("release.canary.get", json!({"release_id": release_id}))
-            .await
+        let release = self
+            .call("release.canary.get", json!({"release_id": release_id}))
+            .await?;
+        self.with_stage_nodes(release).await
+    }
+
+    /// Fills in each started stage's node ids, read once per stage.
+    async fn with_stage_nodes(&self, mut release: Release) -> Result<Release> {
+        for stage in &mut release.stages {
+            let key = (release.id.clone(), stage.index);
+            let known = self.lock_stage_nodes().get(&key).cloned();
+            let ids = match known {
+                Some(ids) => ids,
+                None => {
+                    let ids = self.read_stage_nodes(&release.id, stage.index).await?;
+                    self.lock_stage_nodes().insert(key, ids.clone());
+                    ids
+                }
+            };
+            stage.node_ids = ids;
+        }
+        Ok(release)
+    }
+
+    async fn read_stage_nodes(&self, release_id: &str, index: i64) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct Page {
+            total: usize,
+            node_ids: Vec<String>,
+        }
+        let mut ids = Vec::new();
+        loop {
+            let args = json!({"release_id": release_id, "stage": index + 1, "offset": ids.len(), "limit": 500});
+            let page: Page = self.call("release.stage.nodes", args).await?;
+            let done = page.node_ids.is_empty() || ids.len() + page.node_ids.len() >= page.total;
+            ids.extend(page.node_ids);
+            if done {
+                return Ok(ids);
+            }
+        }
+    }
+
+    fn lock_stage_nodes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, i64), Vec<String>>> {
+        self.stage_nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The deployed version now (after a rollback, the reverted config's new version).

@@ -236,8 +236,8 @@ fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl 
             </div>
             {stage.clone().map(|s| view! {
                 <p class="muted small">
-                    {format!("{} added", plural(s.node_ids.len() as i64, "node"))}
-                    {(!s.node_ids.is_empty()).then(|| view! {
+                    {format!("{} added", plural(s.node_count, "node"))}
+                    {(s.node_count > 0).then(|| view! {
                         " "
                         <a href="#pipeline-nodes" on:click=move |_| shown.set(NodesShown::of_stage(number))>"Show its nodes"</a>
                     })}
