@@ -14,6 +14,14 @@ pub enum NodeStatus {
 }
 
 impl NodeStatus {
+    /// Every status, in the order views count and offer them.
+    pub const ALL: [NodeStatus; 4] = [
+        NodeStatus::Healthy,
+        NodeStatus::Degraded,
+        NodeStatus::Unreachable,
+        NodeStatus::Unknown,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             NodeStatus::Healthy => "HEALTHY",

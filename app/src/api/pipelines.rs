@@ -97,7 +97,7 @@ fn counts<'a>(nodes: impl Iterator<Item = &'a PipelineNodeView>) -> NodeCounts {
     let mut by_status: BTreeMap<usize, i64> = BTreeMap::new();
     let mut by_process: BTreeMap<Option<String>, i64> = BTreeMap::new();
     let mut by_running: BTreeMap<Option<i64>, i64> = BTreeMap::new();
-    let statuses = vf_control::fleet::STATUSES;
+    let statuses = vf_rules::NodeStatus::ALL;
     for n in nodes {
         total += 1;
         if let Some(i) = statuses.iter().position(|s| *s == n.node_status) {

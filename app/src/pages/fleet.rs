@@ -16,14 +16,6 @@ use crate::components::{
 use crate::types::{format_age, FleetView, NodeView};
 use vf_rules::NodeStatus;
 
-/// Every status, in the order the filter offers them.
-const STATUSES: [NodeStatus; 4] = [
-    NodeStatus::Healthy,
-    NodeStatus::Degraded,
-    NodeStatus::Unreachable,
-    NodeStatus::Unknown,
-];
-
 /// The filter and page the fleet table shows, as the URL says them
 /// (`?name=edge&label=zone%3Deu&status=HEALTHY&offset=50`), so a filtered view can be
 /// reloaded and shared.
@@ -41,7 +33,9 @@ impl Shown {
         Shown {
             name: text("name"),
             label: text("label"),
-            status: STATUSES.into_iter().find(|s| s.as_str() == text("status")),
+            status: NodeStatus::ALL
+                .into_iter()
+                .find(|s| s.as_str() == text("status")),
             offset: text("offset").parse().unwrap_or(0).max(0),
         }
     }
@@ -153,7 +147,7 @@ fn FleetFilters(env_name: Memo<Option<String>>, shown: Memo<Shown>) -> impl Into
             <label>"Status"
                 <select name="status">
                     <option value="" selected=current.status.is_none()>"Any"</option>
-                    {STATUSES.into_iter().map(|s| view! {
+                    {NodeStatus::ALL.into_iter().map(|s| view! {
                         <option value=s.as_str() selected=current.status == Some(s)>{s.as_str()}</option>
                     }).collect_view()}
                 </select>

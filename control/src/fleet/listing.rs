@@ -99,21 +99,13 @@ impl PageRequest {
 pub struct Page<T> {
     /// Every node considered (the environment's live nodes, or a pipeline's).
     pub total: usize,
-    /// Of those, how many are in each status, in the order of [`STATUSES`]; none left out.
+    /// Of those, how many are in each status, in the order of [`NodeStatus::ALL`]; none left out.
     pub by_status: Vec<(NodeStatus, usize)>,
     /// Nodes the filter admits.
     pub matched: usize,
     /// The page of those, in the order given.
     pub rows: Vec<T>,
 }
-
-/// Every node status, in the order counts are shown.
-pub const STATUSES: [NodeStatus; 4] = [
-    NodeStatus::Healthy,
-    NodeStatus::Degraded,
-    NodeStatus::Unreachable,
-    NodeStatus::Unknown,
-];
 
 /// One page of the environment's nodes as the fleet view shows them, by name.
 pub async fn fleet_page(
@@ -138,12 +130,12 @@ pub fn cut<T>(
     key: impl Fn(&T) -> (&str, &Labels, NodeStatus),
 ) -> Page<T> {
     let total = rows.len();
-    let mut counts = [0usize; STATUSES.len()];
+    let mut counts = [0usize; NodeStatus::ALL.len()];
     let mut matched = 0;
     let mut kept = Vec::with_capacity(page.limit.min(total));
     for row in rows {
         let (name, labels, status) = key(&row);
-        if let Some(i) = STATUSES.iter().position(|s| *s == status) {
+        if let Some(i) = NodeStatus::ALL.iter().position(|s| *s == status) {
             counts[i] += 1;
         }
         if !filter.matches(name, labels, status) {
@@ -156,7 +148,11 @@ pub fn cut<T>(
     }
     Page {
         total,
-        by_status: STATUSES.iter().zip(counts).map(|(s, n)| (*s, n)).collect(),
+        by_status: NodeStatus::ALL
+            .iter()
+            .zip(counts)
+            .map(|(s, n)| (*s, n))
+            .collect(),
         matched,
         rows: kept,
     }

@@ -11,6 +11,6 @@ pub use environments::*;
 pub use groups::*;
 pub use labels::{parse_labels, Labels};
 pub use last_seen::{LastSeen, FLUSH_EVERY};
-pub use listing::{cut, fleet_page, NodeFilter, Page, PageRequest, MAX_PAGE, STATUSES};
+pub use listing::{cut, fleet_page, NodeFilter, Page, PageRequest, MAX_PAGE};
 pub use nodes::*;
 pub use vf_rules::{derive_status, NodeStatus};

@@ -8,14 +8,6 @@ use vf_rules::NodeStatus;
 use crate::components::{Loaded, StatusBadge, Table};
 use crate::types::PipelineNodesPage;
 
-/// Every status, in the order the filter offers them.
-const STATUSES: [NodeStatus; 4] = [
-    NodeStatus::Healthy,
-    NodeStatus::Degraded,
-    NodeStatus::Unreachable,
-    NodeStatus::Unknown,
-];
-
 /// The filter and page the nodes table shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodesShown {
@@ -80,7 +72,7 @@ fn NodeFilters(shown: RwSignal<NodesShown>) -> impl IntoView {
             shown.set(NodesShown {
                 name: name.get_untracked(),
                 label: label.get_untracked(),
-                status: STATUSES.into_iter().find(|s| s.as_str() == status.get_untracked()),
+                status: NodeStatus::ALL.into_iter().find(|s| s.as_str() == status.get_untracked()),
                 stage: stage.get_untracked().trim().parse().ok().filter(|n: &i64| *n >= 1),
                 offset: 0,
             });
@@ -90,7 +82,7 @@ fn NodeFilters(shown: RwSignal<NodesShown>) -> impl IntoView {
             <label>"Status"
                 <select prop:value=move || status.get() on:change=move |ev| status.set(event_target_value(&ev))>
                     <option value="">"Any"</option>
-                    {STATUSES.into_iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
+                    {NodeStatus::ALL.into_iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
                 </select>
             </label>
             <label>"Stage" <input type="number" min="1" class="short" bind:value=stage/></label>
