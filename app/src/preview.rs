@@ -83,7 +83,7 @@ pub struct PreviewView {
     pub stages: Vec<StagePreview>,
 }
 
-/// How many names a preview shows at most.
+/// How many names a preview or a summary of nodes shows at most.
 pub const SAMPLE: usize = 20;
 
 impl PreviewView {
@@ -96,22 +96,11 @@ impl PreviewView {
             excluded_sample: excluded.into_iter().take(SAMPLE).collect(),
             stages: preview_stages(release_id, selectors, selection)
                 .into_iter()
-                .map(|p| match p {
-                    StagePreview::Adds {
-                        mut names,
-                        adds,
-                        targeted,
-                        fleet,
-                    } => {
+                .map(|mut p| {
+                    if let StagePreview::Adds { names, .. } = &mut p {
                         names.truncate(SAMPLE);
-                        StagePreview::Adds {
-                            names,
-                            adds,
-                            targeted,
-                            fleet,
-                        }
                     }
-                    other => other,
+                    p
                 })
                 .collect(),
         }

@@ -22,6 +22,18 @@ impl NodeStatus {
         NodeStatus::Unknown,
     ];
 
+    /// How many of `statuses` are each status, every status listed in [`NodeStatus::ALL`]
+    /// order (with 0 for those absent): the counts views show beside a list of nodes.
+    pub fn tally(statuses: impl IntoIterator<Item = NodeStatus>) -> Vec<(NodeStatus, usize)> {
+        let mut counts = NodeStatus::ALL.map(|s| (s, 0));
+        for s in statuses {
+            if let Some((_, n)) = counts.iter_mut().find(|(each, _)| *each == s) {
+                *n += 1;
+            }
+        }
+        counts.to_vec()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             NodeStatus::Healthy => "HEALTHY",
@@ -97,6 +109,15 @@ mod tests {
         assert_eq!(
             derive_status(1, Some(0), false, 5_000, &["RUNNING", "WARMING_UP"]),
             NodeStatus::Healthy
+        );
+    }
+
+    #[test]
+    fn a_tally_lists_every_status_in_order_with_its_count() {
+        use NodeStatus::*;
+        assert_eq!(
+            NodeStatus::tally([Unknown, Healthy, Unknown]),
+            vec![(Healthy, 1), (Degraded, 0), (Unreachable, 0), (Unknown, 2)]
         );
     }
 }

@@ -198,7 +198,7 @@ pub(crate) fn group_view(
         .filter(|n| vf_rules::labels_match(&criteria, &n.labels()));
     let matching_sample = matching
         .by_ref()
-        .take(crate::api::pipelines::SAMPLE)
+        .take(crate::preview::SAMPLE)
         .map(|n| n.name.clone())
         .collect::<Vec<_>>();
     let matching_count = (matching_sample.len() + matching.count()) as i64;

@@ -34,10 +34,6 @@ fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
     }
 }
 
-/// How many names a summary shows at most.
-#[cfg(feature = "ssr")]
-pub(crate) const SAMPLE: usize = 20;
-
 /// Which stage (1-based) of the release added each node; empty without a readable release.
 #[cfg(feature = "ssr")]
 fn stage_of(
@@ -55,13 +51,14 @@ fn stage_of(
 }
 
 /// Every node of the pipeline's environment, by name, with what it is served and runs of the
-/// pipeline and which stage added it (`stage_of`); and the node rows.
+/// pipeline and which stage of `release` added it; and the node rows.
 #[cfg(feature = "ssr")]
 async fn node_views(
     ctl: &vf_control::Control,
     p: &vf_control::pipelines::PipelineRow,
-    stage_of: &std::collections::HashMap<String, i64>,
+    release: Option<&vf_control::releases::StoredRelease>,
 ) -> vf_control::Result<(Vec<vf_control::fleet::NodeRow>, Vec<PipelineNodeView>)> {
+    let stage_of = stage_of(release);
     let fleet = vf_control::fleet::fleet(&ctl.db, &p.environment_id, ctl.now()).await?;
     let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
     let served = vf_control::delivery::served_nodes(ctl, p, &rows).await?;
@@ -94,24 +91,20 @@ async fn node_views(
 fn counts<'a>(nodes: impl Iterator<Item = &'a PipelineNodeView>) -> NodeCounts {
     use std::collections::BTreeMap;
     let mut total = 0;
-    let mut by_status: BTreeMap<usize, i64> = BTreeMap::new();
+    let mut statuses = Vec::new();
     let mut by_process: BTreeMap<Option<String>, i64> = BTreeMap::new();
     let mut by_running: BTreeMap<Option<i64>, i64> = BTreeMap::new();
-    let statuses = vf_rules::NodeStatus::ALL;
     for n in nodes {
         total += 1;
-        if let Some(i) = statuses.iter().position(|s| *s == n.node_status) {
-            *by_status.entry(i).or_default() += 1;
-        }
+        statuses.push(n.node_status);
         *by_process.entry(n.process_status.clone()).or_default() += 1;
         *by_running.entry(n.running_version).or_default() += 1;
     }
     NodeCounts {
         total,
-        by_status: statuses
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (*s, by_status.get(&i).copied().unwrap_or(0)))
+        by_status: vf_rules::NodeStatus::tally(statuses)
+            .into_iter()
+            .map(|(s, n)| (s, n as i64))
             .collect(),
         by_process: by_process.into_iter().collect(),
         by_running: by_running.into_iter().rev().collect(),
@@ -170,9 +163,8 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
     let stored = vf_control::releases::latest_release(&ctl, &id)
         .await
         .map_err(fail)?;
-    let stage_of = stage_of(stored.as_ref());
+    let (rows, nodes) = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
     let release = stored.map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
-    let (rows, nodes) = node_views(&ctl, &p, &stage_of).await.map_err(fail)?;
     let admitted = counts(nodes.iter().filter(|n| n.admitted));
     let excluded = nodes.iter().filter(|n| !n.admitted).count() as i64;
     let mut release = release;
@@ -186,7 +178,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
             let not_targeted = nodes.iter().filter(|n| n.admitted && n.stage.is_none());
             waiting.count = not_targeted.clone().count() as i64;
             waiting.sample = not_targeted
-                .take(SAMPLE)
+                .take(crate::preview::SAMPLE)
                 .map(|n| (n.node_name.clone(), n.served_version))
                 .collect();
         }
@@ -255,9 +247,7 @@ pub async fn pipeline_nodes(
     let stored = vf_control::releases::latest_release(&ctl, &pipeline_id)
         .await
         .map_err(fail)?;
-    let (_, nodes) = node_views(&ctl, &p, &stage_of(stored.as_ref()))
-        .await
-        .map_err(fail)?;
+    let (_, nodes) = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
     let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted).collect();
     let total = nodes.len() as i64;
     let nodes: Vec<_> = match stage {

@@ -86,3 +86,9 @@ pub fn ErrorBox(#[prop(into)] message: String) -> impl IntoView {
 pub fn confirmed(message: &str) -> bool {
     window().confirm_with_message(message).unwrap_or(false)
 }
+
+/// A filter field as server functions take it: trimmed, and None when blank.
+pub fn non_blank(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}

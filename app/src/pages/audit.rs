@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use crate::api::audit::{list_audit, AuditQuery, VerifyAudit};
 use crate::api::error_text;
-use crate::components::{AsyncTable, ErrorBox};
+use crate::components::{non_blank, AsyncTable, ErrorBox};
 use crate::types::format_time;
 
 /// Midnight UTC of a `YYYY-MM-DD` date, in ms; None unless the text is such a date.
@@ -26,11 +26,6 @@ pub fn parse_utc_date(text: &str) -> Option<i64> {
     Some((era * 146_097 + doe - 719_468) * 86_400_000)
 }
 
-fn some_text(s: String) -> Option<String> {
-    let s = s.trim().to_string();
-    (!s.is_empty()).then_some(s)
-}
-
 #[component]
 pub fn AuditPage() -> impl IntoView {
     let actor = RwSignal::new(String::new());
@@ -50,10 +45,10 @@ pub fn AuditPage() -> impl IntoView {
         <form class="card form audit-filters" on:submit=move |ev| {
             ev.prevent_default();
             applied.set(AuditQuery {
-                actor: some_text(actor.get_untracked()),
-                action_prefix: some_text(action.get_untracked()),
-                target_kind: some_text(target_kind.get_untracked()),
-                target_id: some_text(target_id.get_untracked()),
+                actor: non_blank(&actor.get_untracked()),
+                action_prefix: non_blank(&action.get_untracked()),
+                target_kind: non_blank(&target_kind.get_untracked()),
+                target_id: non_blank(&target_id.get_untracked()),
                 since: parse_utc_date(&since.get_untracked()),
                 until: parse_utc_date(&until.get_untracked()).map(|t| t + 86_400_000),
                 limit: Some(200),

@@ -5,13 +5,14 @@
 use leptos::prelude::*;
 use leptos_router::components::{Form, A};
 use leptos_router::hooks::use_query_map;
+use leptos_router::location::Url;
 use leptos_router::params::ParamsMap;
 
 use crate::api::error_text;
 use crate::api::fleet::{fleet_nodes, RevokeNode};
 use crate::components::{
-    current_env, use_env_name, use_session, use_tick, ErrorBox, LabelChips, Loaded, StatusBadge,
-    Table,
+    current_env, non_blank, use_env_name, use_session, use_tick, ErrorBox, LabelChips, Loaded,
+    StatusBadge, Table,
 };
 use crate::types::{format_age, FleetView, NodeView};
 use vf_rules::NodeStatus;
@@ -59,27 +60,10 @@ impl Shown {
         let query: Vec<String> = pairs
             .into_iter()
             .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| format!("{k}={}", urlencoding(&v)))
+            .map(|(k, v)| format!("{k}={}", Url::escape(&v)))
             .collect();
         format!("/?{}", query.join("&"))
     }
-}
-
-/// Percent-encodes a query value (everything but unreserved characters).
-fn urlencoding(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn some_text(s: &str) -> Option<String> {
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
 }
 
 #[component]
@@ -105,8 +89,8 @@ pub fn FleetPage() -> impl IntoView {
             };
             let f = fleet_nodes(
                 env.id.clone(),
-                some_text(&shown.name),
-                some_text(&shown.label),
+                non_blank(&shown.name),
+                non_blank(&shown.label),
                 shown.status,
                 Some(shown.offset),
                 None,

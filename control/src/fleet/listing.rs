@@ -130,14 +130,11 @@ pub fn cut<T>(
     key: impl Fn(&T) -> (&str, &Labels, NodeStatus),
 ) -> Page<T> {
     let total = rows.len();
-    let mut counts = [0usize; NodeStatus::ALL.len()];
+    let by_status = NodeStatus::tally(rows.iter().map(|r| key(r).2));
     let mut matched = 0;
     let mut kept = Vec::with_capacity(page.limit.min(total));
     for row in rows {
         let (name, labels, status) = key(&row);
-        if let Some(i) = NodeStatus::ALL.iter().position(|s| *s == status) {
-            counts[i] += 1;
-        }
         if !filter.matches(name, labels, status) {
             continue;
         }
@@ -148,11 +145,7 @@ pub fn cut<T>(
     }
     Page {
         total,
-        by_status: NodeStatus::ALL
-            .iter()
-            .zip(counts)
-            .map(|(s, n)| (*s, n))
-            .collect(),
+        by_status,
         matched,
         rows: kept,
     }

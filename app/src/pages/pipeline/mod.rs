@@ -12,7 +12,7 @@ mod history;
 mod nodes;
 mod rollout;
 
-use crate::components::{use_session, use_tick, LabelChips, Loaded, Table};
+use crate::components::{non_blank, use_session, use_tick, LabelChips, Loaded, Table};
 use crate::types::{format_time, DiffView, PipelineDetail};
 use deploy::DeployForm;
 use history::History;
@@ -52,8 +52,8 @@ pub fn PipelinePage() -> impl IntoView {
         |(id, _, _, _, s)| {
             pipeline_nodes(
                 id,
-                s.text(&s.name),
-                s.text(&s.label),
+                non_blank(&s.name),
+                non_blank(&s.label),
                 s.status,
                 s.stage.map(|n| n.to_string()),
                 Some(s.offset),

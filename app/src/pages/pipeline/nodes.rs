@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use vf_rules::NodeStatus;
 
-use crate::components::{Loaded, StatusBadge, Table};
+use crate::components::{non_blank, Loaded, StatusBadge, Table};
 use crate::types::PipelineNodesPage;
 
 /// The filter and page the nodes table shows.
@@ -20,12 +20,6 @@ pub struct NodesShown {
 }
 
 impl NodesShown {
-    /// A filter text as the server function takes it: None when blank.
-    pub fn text(&self, s: &str) -> Option<String> {
-        let s = s.trim();
-        (!s.is_empty()).then(|| s.to_string())
-    }
-
     /// The nodes stage `n` (1-based) added, from the first page.
     pub fn of_stage(n: i64) -> NodesShown {
         NodesShown {
@@ -94,8 +88,8 @@ fn NodeFilters(shown: RwSignal<NodesShown>) -> impl IntoView {
 #[component]
 fn NodesPage(page: PipelineNodesPage, shown: RwSignal<NodesShown>) -> impl IntoView {
     let filtered = shown.with_untracked(|s| {
-        s.text(&s.name).is_some()
-            || s.text(&s.label).is_some()
+        non_blank(&s.name).is_some()
+            || non_blank(&s.label).is_some()
             || s.status.is_some()
             || s.stage.is_some()
     });
