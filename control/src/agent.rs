@@ -3,13 +3,15 @@
 
 use vf_protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
-use crate::delivery::served_pipelines;
+use std::sync::Arc;
+
+use crate::delivery::{served_pipelines, served_pipelines_for, KnownNode, ServedPipeline};
 use crate::fleet::{
     enroll_node, environment_for_enrollment_token, parse_labels, Credential, NewNode, NodeRow,
     NODE_COLUMNS,
 };
 use crate::ids::{hash_matches, new_token, sha256_hex, token_hash};
-use crate::{ControlError, Db, Result};
+use crate::{Control, ControlError, Db, Result};
 
 /// Node kind of agents speaking this protocol.
 pub const KIND_VF_AGENT: &str = "vf-agent";
@@ -78,56 +80,127 @@ pub async fn enroll(
     })
 }
 
-/// The live node a node token belongs to.
-pub async fn node_for_token(db: &Db, token: &str) -> Result<NodeRow> {
+/// The live node a node token belongs to, as of the fleet generation now: kept between
+/// polls ([`crate::delivery::DeliveryCache`]) while that generation holds, so a revoked
+/// token, a changed label or a re-enrolment is seen by the next poll.
+pub async fn node_for_token(ctl: &Control, token: &str) -> Result<Arc<KnownNode>> {
     #[derive(sqlx::FromRow)]
     struct WithHash {
+        generation: i64,
         token_hash: String,
         #[sqlx(flatten)]
         node: NodeRow,
     }
-    sqlx::query_as::<_, WithHash>(crate::sql!(
-        "SELECT token_hash, {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
+    let hash = token_hash(token);
+    let generation = ctl.db.fleet_generation().await?;
+    if let Some(known) = ctl.delivery.node(&hash, generation) {
+        return Ok(known);
+    }
+    // The generation in the same statement: exactly the one the row was read at.
+    let row = sqlx::query_as::<_, WithHash>(crate::sql!(
+        "SELECT (SELECT value FROM fleet_generation WHERE id = 1) AS generation, token_hash,
+            {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
     ))
-    .bind(token_hash(token))
-    .fetch_optional(&db.read)
+    .bind(&hash)
+    .fetch_optional(&ctl.db.read)
     .await?
     .filter(|row| hash_matches(&row.token_hash, token))
-    .map(|row| row.node)
-    .ok_or(ControlError::Unauthorized)
+    .ok_or(ControlError::Unauthorized)?;
+    ctl.db.generation.saw(row.generation);
+    let known = Arc::new(KnownNode::new(row.node, row.generation));
+    ctl.delivery.remember_node(hash, known.clone());
+    Ok(known)
 }
 
-/// The config document for a node, with its ETag (sha256 of the document, so it changes
-/// exactly when what the node is served changes). Also returns each pipeline's served kind
-/// for metrics.
+/// The config a node is served: what delivery decided per pipeline, and the ETag of the
+/// document that makes. The ETag is a hash of what decides the document (each served
+/// pipeline's id, name, version, checksum and log level, and the poll interval), so it
+/// changes exactly when the document does and a 304 is decided without building the
+/// document or reading a body.
+#[derive(Debug)]
+pub struct NodeConfig {
+    pub served: Vec<ServedPipeline>,
+    pub poll_interval_ms: i64,
+    pub etag: String,
+}
+
+/// The secret backend every vf-agent document names.
+const SECRET_BACKEND: &str = "BUILTIN";
+
+impl NodeConfig {
+    pub fn new(served: Vec<ServedPipeline>, poll_interval_ms: i64) -> NodeConfig {
+        let decided: Vec<_> = served
+            .iter()
+            .filter_map(|s| {
+                s.version.as_ref().map(|v| {
+                    (
+                        &s.pipeline.id,
+                        &s.pipeline.name,
+                        v.version,
+                        &v.checksum,
+                        &s.pipeline.log_level,
+                    )
+                })
+            })
+            .collect();
+        let key = serde_json::json!([poll_interval_ms, SECRET_BACKEND, decided]).to_string();
+        let etag = format!("\"{}\"", &sha256_hex(key.as_bytes())[..32]);
+        NodeConfig {
+            served,
+            poll_interval_ms,
+            etag,
+        }
+    }
+
+    /// Each pipeline's served kind, for metrics.
+    pub fn kinds(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.served.iter().map(|s| s.served.kind().as_str())
+    }
+
+    /// The document itself (version bodies included).
+    pub fn document(&self) -> ConfigResponse {
+        let pipelines = self
+            .served
+            .iter()
+            .filter_map(|s| {
+                s.version.as_ref().map(|v| PipelineConfig {
+                    pipeline_id: s.pipeline.id.clone(),
+                    pipeline_name: s.pipeline.name.clone(),
+                    version: v.version,
+                    config_yaml: v.config_yaml.clone(),
+                    checksum: v.checksum.clone(),
+                    log_level: s.pipeline.log_level.clone(),
+                })
+            })
+            .collect();
+        ConfigResponse {
+            pipelines,
+            poll_interval_ms: self.poll_interval_ms,
+            secret_backend: SECRET_BACKEND.into(),
+        }
+    }
+}
+
+/// The config of a node found by its token.
+pub async fn config_for(
+    ctl: &Control,
+    known: &KnownNode,
+    poll_interval_ms: i64,
+) -> Result<NodeConfig> {
+    Ok(NodeConfig::new(
+        served_pipelines_for(ctl, known).await?,
+        poll_interval_ms,
+    ))
+}
+
+/// The config of a node read by other means (its row just re-read after a heartbeat).
 pub async fn config_for_node(
-    ctl: &crate::Control,
+    ctl: &Control,
     node: &NodeRow,
     poll_interval_ms: i64,
-) -> Result<(ConfigResponse, String, Vec<&'static str>)> {
-    let served = served_pipelines(ctl, node).await?;
-    let kinds = served.iter().map(|s| s.served.kind().as_str()).collect();
-    let pipelines = served
-        .into_iter()
-        .filter_map(|s| {
-            s.version.map(|v| PipelineConfig {
-                pipeline_id: s.pipeline.id,
-                pipeline_name: s.pipeline.name,
-                version: v.version,
-                config_yaml: v.config_yaml.clone(),
-                checksum: v.checksum.clone(),
-                log_level: s.pipeline.log_level,
-            })
-        })
-        .collect();
-    let doc = ConfigResponse {
-        pipelines,
+) -> Result<NodeConfig> {
+    Ok(NodeConfig::new(
+        served_pipelines(ctl, node).await?,
         poll_interval_ms,
-        secret_backend: "BUILTIN".into(),
-    };
-    let etag = format!(
-        "\"{}\"",
-        &sha256_hex(serde_json::to_string(&doc)?.as_bytes())[..32]
-    );
-    Ok((doc, etag, kinds))
+    ))
 }

@@ -231,12 +231,14 @@ pub struct AuditEntry<'a> {
 /// Dropped without committing (an error returned with `?`), it rolls back.
 pub struct Audited {
     tx: sqlx::Transaction<'static, sqlx::Any>,
+    db: Db,
 }
 
 /// Begins an audited state change.
 pub async fn begin(db: &Db) -> Result<Audited> {
     Ok(Audited {
         tx: db.pool.begin().await?,
+        db: db.clone(),
     })
 }
 
@@ -244,7 +246,11 @@ impl Audited {
     /// Appends `entry` and commits.
     pub async fn commit(mut self, now: i64, entry: AuditEntry<'_>) -> Result<()> {
         record(&mut self.tx, now, entry).await?;
+        let generation = self.db.generation_before_commit(&mut self.tx).await?;
         self.tx.commit().await?;
+        if let Some(generation) = generation {
+            self.db.generation.saw(generation);
+        }
         Ok(())
     }
 }

@@ -53,6 +53,8 @@ pub struct Db {
     pub last_seen: std::sync::Arc<crate::fleet::LastSeen>,
     /// Heartbeats waiting for the next group commit.
     pub heartbeats: std::sync::Arc<crate::heartbeat::HeartbeatQueue>,
+    /// The highest fleet generation seen committed ([`crate::generation`]).
+    pub generation: std::sync::Arc<crate::generation::FleetGeneration>,
 }
 
 impl Db {
@@ -120,8 +122,10 @@ impl Db {
             dialect,
             last_seen: Default::default(),
             heartbeats: Default::default(),
+            generation: Default::default(),
         };
         db.migrate().await?;
+        db.refresh_generation().await?;
         Ok(db)
     }
 
@@ -170,6 +174,37 @@ fn dialect_of(url: &str) -> anyhow::Result<Dialect> {
 }
 
 /// Adds `mode=rwc` so the SQLite file is created on first start.
+/// One server process per SQLite file. The process mirrors the fleet generation in memory
+/// (`vf_control::generation`), which holds only while it makes every write, so a second
+/// server on the same file is refused at start-up, by an exclusive lock on `<file>.lock`
+/// (released when the process ends, however it ends). Several replicas need PostgreSQL.
+pub fn lock_sqlite_file(database_url: &str) -> anyhow::Result<Option<std::fs::File>> {
+    if !database_url.starts_with("sqlite:") || database_url.contains(":memory:") {
+        return Ok(None);
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(database_url)
+        .context("DATABASE_URL is not a valid sqlite URL")?;
+    let mut path = options.get_filename().as_os_str().to_owned();
+    path.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", std::path::Path::new(&path).display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another VectorFlow server is using this SQLite database ({} is locked): one \
+             server process per SQLite file; run several replicas on PostgreSQL",
+            std::path::Path::new(&path).display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", std::path::Path::new(&path).display()))
+        }
+    }
+}
+
 fn sqlite_url_creating_file(url: &str) -> String {
     if url.contains("mode=") || url.contains(":memory:") {
         url.to_string()
@@ -213,5 +248,23 @@ mod tests {
             sqlite_url_creating_file("sqlite://a.db?mode=ro"),
             "sqlite://a.db?mode=ro"
         );
+    }
+
+    #[test]
+    fn a_second_server_on_one_sqlite_file_is_refused_until_the_first_lets_go() {
+        let path = std::env::temp_dir().join(format!("vf-lock-{}.db", crate::ids::new_id()));
+        let url = format!("sqlite://{}", path.display());
+        let first = lock_sqlite_file(&url).unwrap();
+        assert!(first.is_some());
+        let refused = lock_sqlite_file(&url).unwrap_err().to_string();
+        assert!(refused.contains("another VectorFlow server"), "{refused}");
+        assert!(refused.contains("PostgreSQL"), "{refused}");
+        drop(first);
+        assert!(lock_sqlite_file(&url).unwrap().is_some());
+        assert!(lock_sqlite_file("sqlite::memory:").unwrap().is_none());
+        assert!(lock_sqlite_file("postgres://u@localhost/db")
+            .unwrap()
+            .is_none());
+        let _ = std::fs::remove_file(path.with_extension("db.lock"));
     }
 }

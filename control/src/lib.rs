@@ -11,6 +11,7 @@ pub mod db;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
+pub mod generation;
 pub mod handle;
 pub mod heartbeat;
 pub mod ids;

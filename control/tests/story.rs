@@ -98,10 +98,11 @@ async fn story(db: Db) {
     )
     .await
     .unwrap();
-    let node = agent::node_for_token(&db, &enrolled.node_token)
+    let known = agent::node_for_token(&ctl, &enrolled.node_token)
         .await
         .unwrap();
-    assert_eq!(node.labels(), labels(&[("tier", "edge")]));
+    assert_eq!(known.labels, labels(&[("tier", "edge")]));
+    let node = known.node.clone();
     let stored: String = sqlx::query_scalar("SELECT token_hash FROM nodes WHERE id = $1")
         .bind(&node.id)
         .fetch_one(&db.pool)
@@ -120,7 +121,12 @@ async fn story(db: Db) {
     )
     .await
     .unwrap();
-    let (doc, etag_before, _) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let config = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let (doc, etag_before, _) = (
+        config.document(),
+        config.etag.clone(),
+        config.kinds().collect::<Vec<_>>(),
+    );
     assert!(doc.pipelines.is_empty(), "nothing deployed yet");
     let v1 = pipelines::deploy(
         &db,
@@ -143,7 +149,12 @@ async fn story(db: Db) {
     .await
     .unwrap();
     assert_eq!((v1.version, v2.version), (1, 2));
-    let (doc, etag_after, kinds) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let config = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let (doc, etag_after, kinds) = (
+        config.document(),
+        config.etag.clone(),
+        config.kinds().collect::<Vec<_>>(),
+    );
     assert_eq!(doc.pipelines.len(), 1);
     assert_eq!(doc.pipelines[0].version, 2);
     assert_eq!(doc.pipelines[0].checksum, v2.checksum);
@@ -165,7 +176,12 @@ async fn story(db: Db) {
     .await
     .unwrap();
     let node = fleet::get_node(&db, &node.id).await.unwrap();
-    let (doc, _, kinds) = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let config = agent::config_for_node(&ctl, &node, 5_000).await.unwrap();
+    let (doc, _, kinds) = (
+        config.document(),
+        config.etag.clone(),
+        config.kinds().collect::<Vec<_>>(),
+    );
     assert!(doc.pipelines.is_empty());
     assert_eq!(kinds, vec!["not_selected"]);
     fleet::set_operator_labels(&db, &Actor::system("alice"), &node.id, BTreeMap::new(), T0)

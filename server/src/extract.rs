@@ -10,12 +10,13 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use vf_control::access::Principal;
 use vf_control::accounts::{self, sessions::COOKIE, Authenticated};
-use vf_control::fleet::NodeRow;
+use vf_control::delivery::KnownNode;
 use vf_control::{agent, ControlError};
 
 use crate::auth::{bearer, cookie, AuthSettings};
@@ -106,7 +107,7 @@ impl FromRequestParts<AppState> for Operator {
 /// An enrolled, unrevoked node, named by its node token (`Authorization: Bearer vfn_...`).
 /// No token, another scheme or an unknown or revoked token: 401 `Unauthorized`.
 #[derive(Debug, Clone)]
-pub struct AgentNode(pub NodeRow);
+pub struct AgentNode(pub Arc<KnownNode>);
 
 impl FromRequestParts<AppState> for AgentNode {
     type Rejection = ApiError;
@@ -114,7 +115,7 @@ impl FromRequestParts<AppState> for AgentNode {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(&parts.headers).ok_or(ApiError(ControlError::Unauthorized))?;
         Ok(AgentNode(
-            agent::node_for_token(&state.control.db, token).await?,
+            agent::node_for_token(&state.control, token).await?,
         ))
     }
 }

@@ -36,6 +36,9 @@ pub struct Application {
     last_seen_flush: Option<Duration>,
     pub addr: SocketAddr,
     pub control: Control,
+    /// Held while serving: one server process per SQLite file
+    /// ([`vf_control::db::lock_sqlite_file`]).
+    _sqlite_lock: Option<std::fs::File>,
 }
 
 /// Builds the application with the wall clock.
@@ -53,6 +56,7 @@ pub async fn build_with_clock(
         sizes.postgres = n;
         sizes.sqlite_readers = n;
     }
+    let sqlite_lock = vf_control::db::lock_sqlite_file(&config.database_url)?;
     let db = Db::connect_with(&config.database_url, sizes).await?;
     let control = Control::new(
         db,
@@ -100,6 +104,7 @@ pub async fn build_with_clock(
         last_seen_flush: config.last_seen_flush_ms.map(Duration::from_millis),
         addr,
         control,
+        _sqlite_lock: sqlite_lock,
     })
 }
 

@@ -336,7 +336,16 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
         query.execute(&mut *tx).await?;
     }
 
+    // A node's facts bump the fleet generation when they changed (SQLite mirrors it).
+    let generation = if heartbeats.iter().any(|h| h.facts.is_some()) {
+        db.generation_before_commit(&mut tx).await?
+    } else {
+        None
+    };
     tx.commit().await?;
+    if let Some(generation) = generation {
+        db.generation.saw(generation);
+    }
     Ok(capped)
 }
 

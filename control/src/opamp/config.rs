@@ -139,7 +139,7 @@ mod tests {
 
     fn pipeline(name: &str, served: Served, body: Option<&str>) -> ServedPipeline {
         ServedPipeline {
-            pipeline: PipelineRow {
+            pipeline: std::sync::Arc::new(PipelineRow {
                 id: format!("id-{name}"),
                 environment_id: "env".into(),
                 name: name.into(),
@@ -149,7 +149,7 @@ mod tests {
                 row_version: 1,
                 created_at: 0,
                 updated_at: 0,
-            },
+            }),
             served,
             version: body.map(|b| {
                 std::sync::Arc::new(VersionRow {

@@ -131,6 +131,10 @@ pub async fn record(db: &Db, node_id: &str, state: &AgentState, now: i64) -> Res
     .bind(node_id)
     .execute(&db.pool)
     .await?;
+    if facts.is_some() {
+        // Facts may have changed the node's labels: bump seen (SQLite mirrors the generation).
+        db.refresh_generation().await?;
+    }
     Ok(())
 }
 

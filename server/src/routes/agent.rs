@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
-use vf_control::fleet::{self, NodeRow};
+use vf_control::delivery::KnownNode;
+use vf_control::fleet;
 use vf_control::{agent, heartbeat};
 use vf_protocol::{
     EnrollRequest, Heartbeat, HeartbeatAck, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH,
@@ -71,41 +72,40 @@ async fn config_post(
 
 async fn serve_config(
     state: &AppState,
-    node: &NodeRow,
+    known: &KnownNode,
     headers: &HeaderMap,
     hb: Option<Heartbeat>,
 ) -> Result<Response, ApiError> {
     let ctl = &state.control;
     let now = ctl.now();
-    let reread;
-    let node = match hb {
+    let interval = ctl.settings.poll_interval_ms;
+    let config = match hb {
         Some(hb) if hb.labels.is_some() => {
             count_capped(
                 state,
-                heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
+                heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?,
             );
             // Serve by the labels just reported: a node the selector now excludes must not
             // receive the pipeline, not even for one round trip.
-            reread = fleet::get_node(&ctl.db, &node.id).await?;
-            &reread
+            let reread = fleet::get_node(&ctl.db, &known.node.id).await?;
+            agent::config_for_node(ctl, &reread, interval).await?
         }
         Some(hb) => {
             count_capped(
                 state,
-                heartbeat::record_heartbeat(&ctl.db, node, hb, now).await?,
+                heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?,
             );
-            node
+            agent::config_for(ctl, known, interval).await?
         }
         None => {
-            heartbeat::touch(&ctl.db, node, now);
-            node
+            heartbeat::touch(&ctl.db, &known.node, now);
+            agent::config_for(ctl, known, interval).await?
         }
     };
-    let (doc, etag, kinds) =
-        agent::config_for_node(ctl, node, ctl.settings.poll_interval_ms).await?;
-    for kind in kinds {
+    for kind in config.kinds() {
         state.metrics.served(kind);
     }
+    let etag = config.etag.as_str();
     let unchanged = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -113,7 +113,7 @@ async fn serve_config(
     if unchanged {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
     }
-    Ok(([(header::ETAG, etag)], Json(doc)).into_response())
+    Ok(([(header::ETAG, etag)], Json(config.document())).into_response())
 }
 
 async fn heartbeat_post(
@@ -123,7 +123,7 @@ async fn heartbeat_post(
 ) -> Result<Response, ApiError> {
     let hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
-    let capped = heartbeat::record_heartbeat(&ctl.db, &node, hb, ctl.now()).await?;
+    let capped = heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
     count_capped(&state, capped);
     Ok(Json(HeartbeatAck { ok: true }).into_response())
 }

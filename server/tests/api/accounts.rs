@@ -3,20 +3,18 @@
 //! setup link, or `VF_ADMIN_EMAIL`), API tokens shown once, the audit trail of who did what
 //! from where, password storage and cross-site request refusal.
 
-use std::sync::Arc;
-
 use reqwest::header::{ORIGIN, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use vf_control::access::Role;
 use vf_control::accounts;
 use vf_control::accounts::limiter::WINDOW_MS;
+use vf_control::pipelines;
 use vf_control::testing::TestDb;
-use vf_control::{pipelines, ManualClock};
 
 use crate::helpers::{
-    browser, browser_with_session, grant, location, session_cookie, session_set_cookie,
-    test_config, LogCapture, TestApp, PASSWORD, T0,
+    browser, browser_with_session, grant, location, session_cookie, session_set_cookie, LogCapture,
+    TestApp, PASSWORD, T0,
 };
 
 const ANN: &str = "ann@example.com";
@@ -422,12 +420,7 @@ async fn a_first_start_without_an_admin_logs_a_setup_link_that_creates_one_admin
     assert_eq!(emails, ["first@example.com"]);
 
     // A restart with a user in the database logs no new link.
-    let restarted = vf_server::build_with_clock(
-        test_config(&app.db.url),
-        Arc::new(ManualClock::new(T0 + 1_000)),
-    )
-    .await
-    .unwrap();
+    let restarted = app.restart_with(T0 + 1_000, |_| {}).await;
     drop(restarted);
     assert_eq!(logs.text().matches("/setup?token=").count(), 1);
 }
@@ -448,19 +441,12 @@ async fn the_admin_named_by_vf_admin_email_is_created_on_the_first_start_only() 
 
     // A restart on the same database, even with another password, creates no one and
     // changes nothing.
-    let mut config = test_config(&app.db.url);
-    configure(&mut config);
-    config.admin_password = Some("another password 0451".into());
-    let restarted = vf_server::build_with_clock(config, Arc::new(ManualClock::new(T0)))
-        .await
-        .unwrap();
-    let control = restarted.control.clone();
-    let url = restarted.spawn();
-    let restarted = TestApp {
-        url,
-        control,
-        ..app
-    };
+    let restarted = app
+        .restart_with(T0, |c| {
+            configure(c);
+            c.admin_password = Some("another password 0451".into());
+        })
+        .await;
     assert_eq!(
         accounts::list_users(&restarted.control.db)
             .await

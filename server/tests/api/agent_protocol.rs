@@ -267,3 +267,79 @@ async fn a_config_post_with_an_empty_body_is_a_plain_poll() {
     assert_eq!(view.node.last_seen_at, Some(T0 + 5_000));
     assert!(view.pipelines.is_empty(), "no report was sent");
 }
+
+/// A node's answers are kept between polls; what it reports on the heartbeat route must
+/// still decide its very next plain poll: labels that leave the selector remove the
+/// pipeline, and an agent version that goes back is stored as reported.
+async fn a_heartbeat_changes_what_the_next_plain_poll_is_served(app: TestApp) {
+    let pipeline = app.create_pipeline("edge-logs", &[("tier", "edge")]).await;
+    app.deploy(&pipeline.id, CONFIG_V1).await;
+    let node = app.enroll("edge-1", &[("tier", "edge")]).await;
+    let served = |resp: reqwest::Response| async move {
+        assert_eq!(resp.status(), StatusCode::OK);
+        let doc: ConfigResponse = resp.json().await.unwrap();
+        doc.pipelines.len()
+    };
+    assert_eq!(
+        served(app.get_config(&node.node_token, None).await).await,
+        1
+    );
+    assert_eq!(
+        served(app.get_config(&node.node_token, None).await).await,
+        1
+    );
+
+    let heartbeat = |labels: serde_json::Value, version: &str| {
+        json!({"pipelines": [], "labels": labels, "agentVersion": version}).to_string()
+    };
+    let resp = app
+        .post_heartbeat(
+            &node.node_token,
+            heartbeat(json!({"tier": "core"}), "2.0.0"),
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        served(app.get_config(&node.node_token, None).await).await,
+        0
+    );
+    assert_eq!(
+        app.node_view(&node.node_id)
+            .await
+            .node
+            .agent_version
+            .as_deref(),
+        Some("2.0.0")
+    );
+
+    let resp = app
+        .post_heartbeat(
+            &node.node_token,
+            heartbeat(json!({"tier": "edge"}), "1.0.0"),
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        served(app.get_config(&node.node_token, None).await).await,
+        1
+    );
+    assert_eq!(
+        app.node_view(&node.node_id)
+            .await
+            .node
+            .agent_version
+            .as_deref(),
+        Some("1.0.0"),
+        "a version going back is a change too"
+    );
+}
+
+#[tokio::test]
+async fn a_heartbeat_changes_what_the_next_plain_poll_is_served_on_sqlite() {
+    a_heartbeat_changes_what_the_next_plain_poll_is_served(TestApp::spawn().await).await;
+}
+
+#[tokio::test]
+async fn a_heartbeat_changes_what_the_next_plain_poll_is_served_on_postgres() {
+    a_heartbeat_changes_what_the_next_plain_poll_is_served(TestApp::spawn_postgres().await).await;
+}

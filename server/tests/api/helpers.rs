@@ -89,6 +89,25 @@ pub struct TestApp {
     /// Keeps the database alive (a SQLite file is deleted on drop).
     pub db: TestDb,
     pub agents_dir: tempfile::TempDir,
+    /// Stops the server ([`TestApp::stop`]); `None` once stopped.
+    server: Option<RunningServer>,
+}
+
+/// A serving [`vf_server::Application`] and the means to shut it down gracefully.
+struct RunningServer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    fn start(app: vf_server::Application) -> (String, RunningServer) {
+        let url = format!("http://{}", app.addr);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        (url, RunningServer { stop, task })
+    }
 }
 
 impl TestApp {
@@ -115,7 +134,7 @@ impl TestApp {
             .await
             .expect("build the application");
         let control = app.control.clone();
-        let url = app.spawn();
+        let (url, server) = RunningServer::start(app);
         let env_id = fleet::list_environments(&control.db)
             .await
             .unwrap()
@@ -132,6 +151,44 @@ impl TestApp {
             env_id,
             db,
             agents_dir: tempfile::tempdir().expect("temp dir for agents"),
+            server: Some(server),
+        }
+    }
+
+    /// Shuts the server down as SIGTERM does, releasing its hold on the database file.
+    pub async fn stop(&mut self) {
+        if let Some(server) = self.server.take() {
+            let _ = server.stop.send(());
+            server
+                .task
+                .await
+                .expect("the server task")
+                .expect("a clean shutdown");
+        }
+    }
+
+    /// Stops this server and starts another on the same database, its clock at `now_ms`
+    /// and [`test_config`] changed by `configure`: a restart.
+    pub async fn restart_with(
+        mut self,
+        now_ms: i64,
+        configure: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        self.stop().await;
+        let clock = ManualClock::new(now_ms);
+        let mut config = test_config(&self.db.url);
+        configure(&mut config);
+        let app = vf_server::build_with_clock(config, Arc::new(clock.clone()))
+            .await
+            .expect("the server starts again on the same database");
+        let control = app.control.clone();
+        let (url, server) = RunningServer::start(app);
+        TestApp {
+            url,
+            control,
+            clock,
+            server: Some(server),
+            ..self
         }
     }
 

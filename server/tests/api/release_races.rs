@@ -2,14 +2,11 @@
 //! (two replicas) racing, make exactly one transition; racing creates and deploys leave one
 //! consistent outcome. And a restart mid-bake loses nothing.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use vf_control::releases;
-use vf_control::ManualClock;
 use vf_rules::Action;
 
-use crate::helpers::{operator, test_config, TestApp};
+use crate::helpers::{operator, TestApp};
 use crate::releases::{actions, poll_all, poll_twice, served, wave};
 
 /// A pipeline at v1 on two agents and a one-stage release of v2 to wave a, due now.
@@ -146,18 +143,8 @@ async fn a_server_restarted_mid_bake_decides_at_the_stored_deadline_as_if_it_nev
 
     // A new server (and restarted agents) on the same database file, its clock where the
     // old one stopped.
-    let clock = ManualClock::new(first.now());
-    let second = vf_server::build_with_clock(test_config(&first.db.url), Arc::new(clock.clone()))
-        .await
-        .expect("the server starts again on the same database");
-    let control = second.control.clone();
-    let url = second.spawn();
-    let app = TestApp {
-        url,
-        control,
-        clock,
-        ..first
-    };
+    let now = first.now();
+    let app = first.restart_with(now, |_| {}).await;
     let mut a = app.start_simulated_agent("wave-a", &[("wave", "a")]).await;
     let mut b = app.start_simulated_agent("wave-b", &[("wave", "b")]).await;
     assert_eq!(

@@ -37,7 +37,8 @@ async fn a_corrupt_release_is_named_by_every_reader_and_can_still_be_rolled_back
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(1)]);
 
     // Written as every writer of release rows must write: with the row version bumped, since
-    // fencing keeps a release's parsed targets per row version.
+    // fencing keeps a release's parsed targets per row version. The trigger bumps the fleet
+    // generation; a write outside the server's own paths tells the SQLite mirror.
     let corrupted = sqlx::query(
         "UPDATE releases SET stages = '{not json', row_version = row_version + 1 WHERE id = $1",
     )
@@ -46,6 +47,7 @@ async fn a_corrupt_release_is_named_by_every_reader_and_can_still_be_rolled_back
     .await
     .unwrap();
     assert_eq!(corrupted.rows_affected(), 1);
+    app.control.db.refresh_generation().await.unwrap();
 
     // Fencing: the targeted set cannot be read, so every node gets the previous version.
     poll_all(&mut [&mut a, &mut b]).await;
