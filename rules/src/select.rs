@@ -46,8 +46,16 @@ pub fn labels_match(
 /// `sha256(releaseId + ":" + nodeId)`. Different releases shuffle the fleet differently, so
 /// the same few nodes are not always first.
 pub fn rank_key(release_id: &str, node_id: &str) -> String {
-    let digest = Sha256::digest(format!("{release_id}:{node_id}").as_bytes());
-    hex::encode(digest)
+    hex::encode(rank_digest(release_id, node_id))
+}
+
+/// The digest [`rank_key`] spells in hex; bytes sort exactly as their lowercase hex does.
+fn rank_digest(release_id: &str, node_id: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(release_id.as_bytes());
+    hasher.update(b":");
+    hasher.update(node_id.as_bytes());
+    hasher.finalize().into()
 }
 
 /// `ceil(p * n / 100)` in integers: 7 % of 100 is 7, 0.5 % of 10 is 1, 100 % of n is n,
@@ -61,12 +69,12 @@ pub fn percentage_count(p: Percent, n: usize) -> usize {
 /// The first `percentage_count(p, N)` distinct nodes of the fleet in rank order (rank key,
 /// then node id), ascending.
 pub fn percentage_targets(release_id: &str, fleet: &[NodeRef], p: Percent) -> Vec<String> {
-    let ids: BTreeSet<&str> = fleet.iter().map(|node| node.id.as_str()).collect();
-    let mut ranked: Vec<(String, &str)> = ids
-        .into_iter()
-        .map(|id| (rank_key(release_id, id), id))
+    let mut ranked: Vec<([u8; 32], &str)> = fleet
+        .iter()
+        .map(|node| (rank_digest(release_id, &node.id), node.id.as_str()))
         .collect();
     ranked.sort_unstable();
+    ranked.dedup_by(|a, b| a.1 == b.1);
     let count = percentage_count(p, ranked.len());
     ranked
         .into_iter()
@@ -143,12 +151,12 @@ pub fn stage_additions(
 
 /// The release's fleet: the environment's nodes that the pipeline's `nodeSelector` admits.
 /// Selection applies before any canary logic; an empty selector admits every node.
-pub fn fleet_admitted(node_selector: &BTreeMap<String, String>, nodes: &[NodeRef]) -> Vec<NodeRef> {
+pub fn fleet_admitted(
+    node_selector: &BTreeMap<String, String>,
+    mut nodes: Vec<NodeRef>,
+) -> Vec<NodeRef> {
+    nodes.retain(|node| labels_match(node_selector, &node.labels));
     nodes
-        .iter()
-        .filter(|node| labels_match(node_selector, &node.labels))
-        .cloned()
-        .collect()
 }
 
 #[cfg(test)]
@@ -338,9 +346,12 @@ mod tests {
             node("a", &[("os", "linux")]),
             node("b", &[("os", "windows")]),
         ];
-        let admitted = fleet_admitted(&labels(&[("os", "linux")]), &nodes);
+        let admitted = fleet_admitted(&labels(&[("os", "linux")]), nodes.to_vec());
         assert_eq!(admitted, vec![nodes[0].clone()]);
-        assert_eq!(fleet_admitted(&BTreeMap::new(), &nodes), nodes.to_vec());
+        assert_eq!(
+            fleet_admitted(&BTreeMap::new(), nodes.to_vec()),
+            nodes.to_vec()
+        );
     }
 
     proptest! {

@@ -131,8 +131,11 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
             "targets no node of the pipeline's fleet: a canary needs at least one node",
         ));
     }
+    // (Only a node group can fail to resolve: percentages and labels always select.)
     for (i, stage) in plan.stages().iter().enumerate().skip(1) {
-        snapshot.targets(&release_id, &stage.selector, &selector_field(planless, i))?;
+        if matches!(stage.selector, vf_rules::Selector::NodeGroup(_)) {
+            snapshot.targets(&release_id, &stage.selector, &selector_field(planless, i))?;
+        }
     }
     let opened = opening(ctl, &pipeline, first, now).await?;
     let stage_nodes = opened.node_ids.clone();

@@ -7,7 +7,7 @@ use vf_rules::{
     fleet_admitted, selector_targets, stage_additions, NodeRef, RolloutPlan, SelectError, Selector,
 };
 
-use crate::fleet::{list_node_groups, list_nodes, Labels};
+use crate::fleet::{list_node_groups, list_node_refs, Labels};
 use crate::pipelines::PipelineRow;
 use crate::{ControlError, Db, Result};
 
@@ -19,21 +19,14 @@ pub struct FleetSnapshot {
 
 impl FleetSnapshot {
     pub async fn read(db: &Db, pipeline: &PipelineRow) -> Result<FleetSnapshot> {
-        let nodes: Vec<NodeRef> = list_nodes(db, &pipeline.environment_id)
-            .await?
-            .into_iter()
-            .map(|n| NodeRef {
-                labels: n.labels(),
-                id: n.id,
-            })
-            .collect();
+        let nodes = list_node_refs(db, &pipeline.environment_id).await?;
         let groups = list_node_groups(db, &pipeline.environment_id)
             .await?
             .into_iter()
             .map(|g| (g.id.clone(), g.criteria()))
             .collect();
         Ok(FleetSnapshot {
-            fleet: fleet_admitted(&pipeline.node_selector(), &nodes),
+            fleet: fleet_admitted(&pipeline.node_selector(), nodes),
             groups,
         })
     }
