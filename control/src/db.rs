@@ -129,6 +129,34 @@ impl Db {
         Ok(db)
     }
 
+    /// The rows of `select` (a query whose result columns are `columns`, with `$1` bound to
+    /// `arg`), read as one value: the database packs them into a JSON array of arrays
+    /// (`json_group_array` / `json_agg`) and each inner array decodes into a `T` whose fields
+    /// are `columns` in order. Decoding row by row through the `Any` driver costs about a
+    /// microsecond a value; packed, 100,000 node rows read in a tenth of the time. Rows come
+    /// in no set order. For reads of a whole fleet; read on [`Db::read`].
+    pub(crate) async fn packed_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        columns: &str,
+        select: &str,
+        arg: &str,
+    ) -> crate::Result<Vec<T>> {
+        let statement = match self.dialect {
+            Dialect::Sqlite => {
+                format!("SELECT json_group_array(json_array({columns})) FROM ({select})")
+            }
+            Dialect::Postgres => format!(
+                "SELECT COALESCE(json_agg(json_build_array({columns})), '[]')::text
+                 FROM ({select}) AS packed"
+            ),
+        };
+        let packed: String = sqlx::query_scalar(sqlx::AssertSqlSafe(statement))
+            .bind(arg)
+            .fetch_one(&self.read)
+            .await?;
+        Ok(serde_json::from_str(&packed)?)
+    }
+
     async fn migrate(&self) -> anyhow::Result<()> {
         match self.dialect {
             Dialect::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&self.pool).await,

@@ -418,11 +418,12 @@ async fn in_flight_head(
     }
 }
 
-/// What each of `nodes` is served of one pipeline.
+/// What each of `nodes` (known by their id and the labels selection uses) is served of one
+/// pipeline.
 pub async fn served_nodes(
     ctl: &Control,
     pipeline: &PipelineRow,
-    nodes: &[NodeRow],
+    nodes: &[crate::fleet::NodeView],
 ) -> Result<Vec<Served>> {
     let fence = match in_flight_row(&ctl.db.pool, &pipeline.id).await? {
         Some(row) => Fence::of(ctl, row),
@@ -431,6 +432,6 @@ pub async fn served_nodes(
     let selector = pipeline.node_selector();
     Ok(nodes
         .iter()
-        .map(|n| fence.decide(pipeline, &selector, &n.id, &n.labels()))
+        .map(|n| fence.decide(pipeline, &selector, &n.node.id, &n.labels))
         .collect())
 }

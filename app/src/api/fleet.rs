@@ -183,23 +183,33 @@ pub async fn list_node_groups(environment_id: String) -> Result<Vec<GroupView>, 
     let nodes = vf_control::fleet::list_nodes(&ctl.db, &environment_id)
         .await
         .map_err(fail)?;
-    Ok(groups.into_iter().map(|g| group_view(g, &nodes)).collect())
+    let labelled: Vec<(&str, Labels)> = nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.labels()))
+        .collect();
+    Ok(groups
+        .into_iter()
+        .map(|g| group_view(g, &labelled, |(name, labels)| (name, labels)))
+        .collect())
 }
 
-/// A group with how many of `nodes` (by name) match it and the first of them.
+/// A group with how many of `nodes` (by name) match it and the first of them; `key` gives a
+/// node's name and the labels selection uses.
 #[cfg(feature = "ssr")]
-pub(crate) fn group_view(
+pub(crate) fn group_view<T>(
     g: vf_control::fleet::NodeGroupRow,
-    nodes: &[vf_control::fleet::NodeRow],
+    nodes: &[T],
+    key: impl Fn(&T) -> (&str, &Labels),
 ) -> GroupView {
     let criteria = g.criteria();
     let mut matching = nodes
         .iter()
-        .filter(|n| vf_rules::labels_match(&criteria, &n.labels()));
+        .map(key)
+        .filter(|(_, labels)| vf_rules::labels_match(&criteria, labels));
     let matching_sample = matching
         .by_ref()
         .take(crate::preview::SAMPLE)
-        .map(|n| n.name.clone())
+        .map(|(name, _)| name.to_string())
         .collect::<Vec<_>>();
     let matching_count = (matching_sample.len() + matching.count()) as i64;
     GroupView {

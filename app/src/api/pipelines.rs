@@ -51,28 +51,28 @@ fn stage_of(
 }
 
 /// Every node of the pipeline's environment, by name, with what it is served and runs of the
-/// pipeline and which stage of `release` added it; and the node rows.
+/// pipeline and which stage of `release` added it.
 #[cfg(feature = "ssr")]
 async fn node_views(
     ctl: &vf_control::Control,
     p: &vf_control::pipelines::PipelineRow,
     release: Option<&vf_control::releases::StoredRelease>,
-) -> vf_control::Result<(Vec<vf_control::fleet::NodeRow>, Vec<PipelineNodeView>)> {
+) -> vf_control::Result<Vec<PipelineNodeView>> {
     let stage_of = stage_of(release);
     let fleet = vf_control::fleet::fleet(&ctl.db, &p.environment_id, ctl.now()).await?;
-    let rows: Vec<_> = fleet.iter().map(|n| n.node.clone()).collect();
-    let served = vf_control::delivery::served_nodes(ctl, p, &rows).await?;
+    let served = vf_control::delivery::served_nodes(ctl, p, &fleet).await?;
     let views = fleet
         .into_iter()
         .zip(served)
         .map(|(n, s)| {
-            let report = n.pipelines.iter().find(|r| r.pipeline_id == p.id);
+            let report = n.pipelines.into_iter().find(|r| r.pipeline_id == p.id);
+            let report = report.as_ref();
             PipelineNodeView {
                 admitted: !matches!(s, vf_rules::Served::NotSelected),
                 stage: stage_of.get(&n.node.id).copied(),
-                labels: n.labels.clone(),
-                node_id: n.node.id.clone(),
-                node_name: n.node.name.clone(),
+                labels: n.labels,
+                node_id: n.node.id,
+                node_name: n.node.name,
                 node_status: n.status,
                 served: s.kind(),
                 served_version: s.version(),
@@ -83,7 +83,7 @@ async fn node_views(
             }
         })
         .collect();
-    Ok((rows, views))
+    Ok(views)
 }
 
 /// The nodes counted by agent status, process status and running version.
@@ -163,7 +163,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
     let stored = vf_control::releases::latest_release(&ctl, &id)
         .await
         .map_err(fail)?;
-    let (rows, nodes) = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
+    let nodes = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
     let release = stored.map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
     let admitted = counts(nodes.iter().filter(|n| n.admitted));
     let excluded = nodes.iter().filter(|n| !n.admitted).count() as i64;
@@ -187,7 +187,7 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .await
         .map_err(fail)?
         .into_iter()
-        .map(|g| crate::api::fleet::group_view(g, &rows))
+        .map(|g| crate::api::fleet::group_view(g, &nodes, |n| (n.node_name.as_str(), &n.labels)))
         .collect();
     Ok(PipelineDetail {
         groups,
@@ -247,7 +247,7 @@ pub async fn pipeline_nodes(
     let stored = vf_control::releases::latest_release(&ctl, &pipeline_id)
         .await
         .map_err(fail)?;
-    let (_, nodes) = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
+    let nodes = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
     let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted).collect();
     let total = nodes.len() as i64;
     let nodes: Vec<_> = match stage {

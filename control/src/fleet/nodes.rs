@@ -10,8 +10,9 @@ use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 use vf_rules::{derive_status, NodeRef, NodeStatus};
 
-/// A node as stored.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// A node as stored. Its fields are [`NODE_COLUMNS`] in order (a packed read decodes them
+/// by position).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
 pub struct NodeRow {
     pub id: String,
     pub environment_id: String,
@@ -142,8 +143,9 @@ pub(crate) async fn enroll_node(
     Ok(Some(node_id))
 }
 
-/// One node's report for one pipeline (NodePipelineStatus).
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// One node's report for one pipeline (NodePipelineStatus). Its fields are
+/// [`STATUS_COLUMNS`] in order.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
 pub struct PipelineStatusRow {
     pub node_id: String,
     pub pipeline_id: String,
@@ -175,14 +177,20 @@ pub struct NodeView {
     pub pipelines: Vec<PipelineStatusRow>,
 }
 
-/// An environment's live nodes, with contacts not written yet applied.
+/// An environment's live nodes by name (then id, compared as bytes on both databases), with
+/// contacts not written yet applied. One packed read ([`Db::packed_rows`]): this is the
+/// whole fleet for every view.
 pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
-    let mut nodes = sqlx::query_as::<_, NodeRow>(crate::sql!(
-        "SELECT {NODE_COLUMNS} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL ORDER BY name, id"
-    ))
-    .bind(environment_id)
-    .fetch_all(&db.pool)
-    .await?;
+    let mut nodes: Vec<NodeRow> = db
+        .packed_rows(
+            NODE_COLUMNS,
+            &format!(
+                "SELECT {NODE_COLUMNS} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL"
+            ),
+            environment_id,
+        )
+        .await?;
+    nodes.sort_unstable_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
     db.last_seen.overlay(&mut nodes);
     Ok(nodes)
 }
@@ -199,13 +207,16 @@ fn merged_labels(reported: &str, operator: &str) -> Labels {
 /// three columns instead of a whole row, for creating a release or opening a stage over a
 /// large fleet.
 pub async fn list_node_refs(db: &Db, environment_id: &str) -> Result<Vec<NodeRef>> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT id, reported_labels, operator_labels FROM nodes
-         WHERE environment_id = $1 AND revoked_at IS NULL",
-    )
-    .bind(environment_id)
-    .fetch_all(&db.read)
-    .await?;
+    let columns = "id, reported_labels, operator_labels";
+    let rows: Vec<(String, String, String)> = db
+        .packed_rows(
+            columns,
+            &format!(
+                "SELECT {columns} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL"
+            ),
+            environment_id,
+        )
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(id, reported, operator)| NodeRef {
@@ -231,18 +242,22 @@ pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
 /// The fleet view of an environment: nodes with labels, derived status and pipeline reports.
 pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeView>> {
     let nodes = list_nodes(db, environment_id).await?;
-    let statuses = sqlx::query_as::<_, PipelineStatusRow>(crate::sql!(
-        "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
-         WHERE n.environment_id = $1 ORDER BY s.pipeline_id",
-        STATUS_COLUMNS
-            .split(", ")
-            .map(|c| format!("s.{}", c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-    .bind(environment_id)
-    .fetch_all(&db.pool)
-    .await?;
+    let mut statuses: Vec<PipelineStatusRow> = db
+        .packed_rows(
+            STATUS_COLUMNS,
+            &format!(
+                "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
+                 WHERE n.environment_id = $1",
+                STATUS_COLUMNS
+                    .split(", ")
+                    .map(|c| format!("s.{}", c.trim()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            environment_id,
+        )
+        .await?;
+    statuses.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
     let mut by_node: std::collections::HashMap<String, Vec<PipelineStatusRow>> =
         std::collections::HashMap::new();
     for s in statuses {
