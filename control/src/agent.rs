@@ -1,15 +1,16 @@
 //! The server side of the vf-agent protocol: enrollment, node authentication and the config
 //! document a node is served.
 
-use vf_protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
-
 use std::sync::Arc;
+
+use vf_protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
 use crate::delivery::{served_pipelines, served_pipelines_for, KnownNode, ServedPipeline};
 use crate::fleet::{
     enroll_node, environment_for_enrollment_token, parse_labels, Credential, NewNode, NodeRow,
     NODE_COLUMNS,
 };
+use crate::generation::READ_GENERATION;
 use crate::ids::{hash_matches, new_token, sha256_hex, token_hash};
 use crate::{Control, ControlError, Db, Result};
 
@@ -98,7 +99,7 @@ pub async fn node_for_token(ctl: &Control, token: &str) -> Result<Arc<KnownNode>
     }
     // The generation in the same statement: exactly the one the row was read at.
     let row = sqlx::query_as::<_, WithHash>(crate::sql!(
-        "SELECT (SELECT value FROM fleet_generation WHERE id = 1) AS generation, token_hash,
+        "SELECT ({READ_GENERATION}) AS generation, token_hash,
             {NODE_COLUMNS} FROM nodes WHERE token_hash = $1 AND revoked_at IS NULL"
     ))
     .bind(&hash)

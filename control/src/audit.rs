@@ -246,12 +246,7 @@ impl Audited {
     /// Appends `entry` and commits.
     pub async fn commit(mut self, now: i64, entry: AuditEntry<'_>) -> Result<()> {
         record(&mut self.tx, now, entry).await?;
-        let generation = self.db.generation_before_commit(&mut self.tx).await?;
-        self.tx.commit().await?;
-        if let Some(generation) = generation {
-            self.db.generation.saw(generation);
-        }
-        Ok(())
+        self.db.commit_mirrored(self.tx).await
     }
 }
 

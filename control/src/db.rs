@@ -201,7 +201,6 @@ fn dialect_of(url: &str) -> anyhow::Result<Dialect> {
     }
 }
 
-/// Adds `mode=rwc` so the SQLite file is created on first start.
 /// One server process per SQLite file. The process mirrors the fleet generation in memory
 /// (`vf_control::generation`), which holds only while it makes every write, so a second
 /// server on the same file is refused at start-up, by an exclusive lock on `<file>.lock`
@@ -214,25 +213,27 @@ pub fn lock_sqlite_file(database_url: &str) -> anyhow::Result<Option<std::fs::Fi
         .context("DATABASE_URL is not a valid sqlite URL")?;
     let mut path = options.get_filename().as_os_str().to_owned();
     path.push(".lock");
+    let path = std::path::PathBuf::from(path);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .with_context(|| format!("opening {}", std::path::Path::new(&path).display()))?;
+        .with_context(|| format!("opening {}", path.display()))?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
             "another VectorFlow server is using this SQLite database ({} is locked): one \
              server process per SQLite file; run several replicas on PostgreSQL",
-            std::path::Path::new(&path).display()
+            path.display()
         ),
         Err(std::fs::TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("locking {}", std::path::Path::new(&path).display()))
+            Err(e).with_context(|| format!("locking {}", path.display()))
         }
     }
 }
 
+/// Adds `mode=rwc` so the SQLite file is created on first start.
 fn sqlite_url_creating_file(url: &str) -> String {
     if url.contains("mode=") || url.contains(":memory:") {
         url.to_string()

@@ -14,7 +14,7 @@
 //!   committed through one server replica is what every replica serves on its next poll.
 //! - **SQLite**: one server process owns the file and every write goes through its single
 //!   writing connection, so the process mirrors the counter in memory. A write transaction
-//!   reads the counter just before committing ([`Db::generation_before_commit`]) and the
+//!   reads the counter just before committing ([`Db::commit_mirrored`]) and the
 //!   mirror takes the value once the commit is done ([`FleetGeneration::saw`]). A read that
 //!   finds a newer value (a commit whose mirror update has not landed yet) raises the mirror
 //!   before anything it read is served, so nothing older is served after it. A poll then
@@ -64,21 +64,27 @@ impl Db {
         }
     }
 
-    /// On SQLite, the generation a write transaction is about to commit (read inside it,
-    /// after its writes, so it includes their triggers' bumps); pass it to
-    /// [`FleetGeneration::saw`] after the commit. `None` on PostgreSQL, which needs no mirror.
-    pub(crate) async fn generation_before_commit(
+    /// Commits a write transaction that may have bumped the generation. On SQLite the
+    /// counter is read inside it, after its writes (so it includes their triggers' bumps),
+    /// and the mirror takes that value once the commit is done. PostgreSQL needs no mirror:
+    /// a plain commit.
+    pub(crate) async fn commit_mirrored(
         &self,
-        tx: &mut sqlx::AnyConnection,
-    ) -> Result<Option<i64>> {
-        match self.dialect {
-            Dialect::Sqlite => Ok(Some(
+        mut tx: sqlx::Transaction<'static, sqlx::Any>,
+    ) -> Result<()> {
+        let generation: Option<i64> = match self.dialect {
+            Dialect::Sqlite => Some(
                 sqlx::query_scalar(READ_GENERATION)
                     .fetch_one(&mut *tx)
                     .await?,
-            )),
-            Dialect::Postgres => Ok(None),
+            ),
+            Dialect::Postgres => None,
+        };
+        tx.commit().await?;
+        if let Some(generation) = generation {
+            self.generation.saw(generation);
         }
+        Ok(())
     }
 
     /// Brings the SQLite mirror up to date after a write that did not go through an audited

@@ -181,18 +181,21 @@ pub struct NodeView {
 /// contacts not written yet applied. One packed read ([`Db::packed_rows`]): this is the
 /// whole fleet for every view.
 pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
-    let mut nodes: Vec<NodeRow> = db
-        .packed_rows(
-            NODE_COLUMNS,
-            &format!(
-                "SELECT {NODE_COLUMNS} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL"
-            ),
-            environment_id,
-        )
-        .await?;
+    let mut nodes: Vec<NodeRow> = live_nodes(db, NODE_COLUMNS, environment_id).await?;
     nodes.sort_unstable_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
     db.last_seen.overlay(&mut nodes);
     Ok(nodes)
+}
+
+/// `columns` of an environment's live (unrevoked) nodes, in one packed read, in no set order.
+async fn live_nodes<T: serde::de::DeserializeOwned>(
+    db: &Db,
+    columns: &str,
+    environment_id: &str,
+) -> Result<Vec<T>> {
+    let select =
+        format!("SELECT {columns} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL");
+    db.packed_rows(columns, &select, environment_id).await
 }
 
 /// The labels selection uses, from the two stored JSON columns: what the agent reports,
@@ -207,16 +210,8 @@ fn merged_labels(reported: &str, operator: &str) -> Labels {
 /// three columns instead of a whole row, for creating a release or opening a stage over a
 /// large fleet.
 pub async fn list_node_refs(db: &Db, environment_id: &str) -> Result<Vec<NodeRef>> {
-    let columns = "id, reported_labels, operator_labels";
-    let rows: Vec<(String, String, String)> = db
-        .packed_rows(
-            columns,
-            &format!(
-                "SELECT {columns} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL"
-            ),
-            environment_id,
-        )
-        .await?;
+    let rows: Vec<(String, String, String)> =
+        live_nodes(db, "id, reported_labels, operator_labels", environment_id).await?;
     Ok(rows
         .into_iter()
         .map(|(id, reported, operator)| NodeRef {

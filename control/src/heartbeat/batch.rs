@@ -337,14 +337,10 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
     }
 
     // A node's facts bump the fleet generation when they changed (SQLite mirrors it).
-    let generation = if heartbeats.iter().any(|h| h.facts.is_some()) {
-        db.generation_before_commit(&mut tx).await?
+    if heartbeats.iter().any(|h| h.facts.is_some()) {
+        db.commit_mirrored(tx).await?;
     } else {
-        None
-    };
-    tx.commit().await?;
-    if let Some(generation) = generation {
-        db.generation.saw(generation);
+        tx.commit().await?;
     }
     Ok(capped)
 }
