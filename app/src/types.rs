@@ -125,6 +125,26 @@ pub struct NodeCounts {
     pub by_running: Vec<(Option<i64>, i64)>,
 }
 
+/// Which of a pipeline's nodes to list (`pipeline.nodes`, `nodes` of `pipeline.get`):
+/// `name`, `label` and `status` filter as in `fleet.nodes`; `stage` is a stage number of the
+/// latest release (the nodes it added) or `none` (nodes no stage targeted); `offset` and
+/// `limit` (default 50, at most 500) cut the page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodesQuery {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub status: Option<vf_rules::NodeStatus>,
+    #[serde(default)]
+    pub stage: Option<String>,
+    #[serde(default)]
+    pub offset: Option<i64>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+}
+
 /// One page of a pipeline's nodes (`pipeline.nodes`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineNodesPage {
@@ -173,6 +193,9 @@ pub struct PipelineDetail {
     pub prometheus_configured: bool,
     /// The pipeline's latest release, in flight or not.
     pub release: Option<ReleaseView>,
+    /// The page of nodes asked for with `nodes` (as `pipeline.nodes` returns it), read with
+    /// the counts above; absent when not asked for.
+    pub nodes: Option<PipelineNodesPage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

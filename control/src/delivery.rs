@@ -418,12 +418,12 @@ async fn in_flight_head(
     }
 }
 
-/// What each of `nodes` (known by their id and the labels selection uses) is served of one
+/// What each of `nodes` (each its id and the labels selection uses) is served of one
 /// pipeline.
-pub async fn served_nodes(
+pub async fn served_nodes<'a>(
     ctl: &Control,
     pipeline: &PipelineRow,
-    nodes: &[crate::fleet::NodeView],
+    nodes: impl IntoIterator<Item = (&'a str, &'a crate::fleet::Labels)>,
 ) -> Result<Vec<Served>> {
     let fence = match in_flight_row(&ctl.db.pool, &pipeline.id).await? {
         Some(row) => Fence::of(ctl, row),
@@ -431,7 +431,7 @@ pub async fn served_nodes(
     };
     let selector = pipeline.node_selector();
     Ok(nodes
-        .iter()
-        .map(|n| fence.decide(pipeline, &selector, &n.node.id, &n.labels))
+        .into_iter()
+        .map(|(id, labels)| fence.decide(pipeline, &selector, id, labels))
         .collect())
 }

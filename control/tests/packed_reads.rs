@@ -83,6 +83,15 @@ async fn packed_reads_match_row_by_row_reads(db: Db) {
         let id = insert_node(&db, &env.id, i, text).await;
         insert_status(&db, &id, text, i64::MAX - i as i64).await;
     }
+    // A second pipeline's report, STOPPED and fresh: it degrades node-1 in every view.
+    sqlx::query(
+        "INSERT INTO node_pipeline_status (node_id, pipeline_id, status, updated_at)
+         VALUES ('node-1', 'p-2', 'STOPPED', $1)",
+    )
+    .bind(i64::MAX)
+    .execute(&db.pool)
+    .await
+    .unwrap();
 
     let mut row_by_row: Vec<NodeRow> = sqlx::query_as(
         "SELECT id, environment_id, kind, name, hostname, os, agent_version, vector_version,
@@ -110,11 +119,47 @@ async fn packed_reads_match_row_by_row_reads(db: Db) {
     .unwrap();
     let views = fleet::fleet(&db, &env.id, T0).await.unwrap();
     let mut packed: Vec<PipelineStatusRow> = views.into_iter().flat_map(|v| v.pipelines).collect();
-    packed.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-    statuses.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    packed.sort_by(|a, b| (&a.node_id, &a.pipeline_id).cmp(&(&b.node_id, &b.pipeline_id)));
+    statuses.sort_by(|a, b| (&a.node_id, &a.pipeline_id).cmp(&(&b.node_id, &b.pipeline_id)));
     assert_eq!(packed, statuses);
 
+    // A pipeline's views read seven columns of the same nodes and reports.
+    let views = fleet::fleet(&db, &env.id, T0).await.unwrap();
+    let brief = fleet::pipeline_nodes(&db, &env.id, "p-1", T0)
+        .await
+        .unwrap();
+    assert_eq!(brief.len(), views.len());
+    for (b, v) in brief.iter().zip(&views) {
+        assert_eq!(
+            (&b.id, &b.name, &*b.labels),
+            (&v.node.id, &v.node.name, &v.labels)
+        );
+        assert_eq!(b.status, v.status, "{}", b.id);
+        let report = v.pipelines.iter().find(|p| p.pipeline_id == "p-1").unwrap();
+        let b_report = b.report.as_ref().unwrap();
+        assert_eq!(
+            (
+                b_report.version,
+                &b_report.status,
+                b_report.events_in,
+                b_report.errors_total
+            ),
+            (
+                report.version,
+                &report.status,
+                report.events_in,
+                report.errors_total
+            )
+        );
+    }
+    let stopped = brief.iter().find(|b| b.id == "node-1").unwrap();
+    assert_eq!(stopped.status, fleet::NodeStatus::Degraded);
+
     assert!(fleet::list_nodes(&db, &empty.id).await.unwrap().is_empty());
+    assert!(fleet::pipeline_nodes(&db, &empty.id, "p-1", T0)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(fleet::fleet(&db, &empty.id, T0).await.unwrap().is_empty());
 }
 

@@ -6,7 +6,7 @@ use leptos::server_fn::codec::Json;
 #[cfg(feature = "ssr")]
 use crate::types::DiffLineView;
 use crate::types::{
-    DiffView, Labels, PipelineDetail, PipelineNodesPage, PipelineSummary, VersionView,
+    DiffView, Labels, NodesQuery, PipelineDetail, PipelineNodesPage, PipelineSummary, VersionView,
 };
 #[cfg(feature = "ssr")]
 use crate::types::{NodeCounts, PipelineNodeView};
@@ -38,7 +38,7 @@ fn version_view(v: vf_control::pipelines::VersionRow) -> VersionView {
 #[cfg(feature = "ssr")]
 fn stage_of(
     release: Option<&vf_control::releases::StoredRelease>,
-) -> std::collections::HashMap<String, i64> {
+) -> std::collections::HashMap<&str, i64> {
     let Some(Ok(r)) = release else {
         return Default::default();
     };
@@ -46,59 +46,93 @@ fn stage_of(
         .stages
         .iter()
         .enumerate()
-        .flat_map(|(i, s)| s.node_ids.iter().map(move |id| (id.clone(), i as i64 + 1)))
+        .flat_map(|(i, s)| s.node_ids.iter().map(move |id| (id.as_str(), i as i64 + 1)))
         .collect()
 }
 
-/// Every node of the pipeline's environment, by name, with what it is served and runs of the
+/// A node of the pipeline's environment as the pipeline's views count and list it.
+#[cfg(feature = "ssr")]
+struct NodeOfPipeline {
+    node: vf_control::fleet::PipelineNode,
+    served: vf_rules::Served,
+    /// The stage (1-based) of the latest release that added it.
+    stage: Option<i64>,
+}
+
+#[cfg(feature = "ssr")]
+impl NodeOfPipeline {
+    /// Whether the pipeline's nodeSelector admits it.
+    fn admitted(&self) -> bool {
+        !matches!(self.served, vf_rules::Served::NotSelected)
+    }
+
+    fn view(self) -> PipelineNodeView {
+        let admitted = self.admitted();
+        let n = self.node;
+        let report = n.report.as_ref();
+        PipelineNodeView {
+            admitted,
+            stage: self.stage,
+            running_version: report.and_then(|r| r.version),
+            process_status: report.map(|r| r.status.clone()),
+            events_in: report.map(|r| r.events_in).unwrap_or(0),
+            errors_total: report.map(|r| r.errors_total).unwrap_or(0),
+            labels: std::sync::Arc::unwrap_or_clone(n.labels),
+            node_id: n.id,
+            node_name: n.name,
+            node_status: n.status,
+            served: self.served.kind(),
+            served_version: self.served.version(),
+        }
+    }
+}
+
+/// Every node of the pipeline's environment, by name, with what it is served of the
 /// pipeline and which stage of `release` added it.
 #[cfg(feature = "ssr")]
 async fn node_views(
     ctl: &vf_control::Control,
     p: &vf_control::pipelines::PipelineRow,
     release: Option<&vf_control::releases::StoredRelease>,
-) -> vf_control::Result<Vec<PipelineNodeView>> {
+) -> vf_control::Result<Vec<NodeOfPipeline>> {
     let stage_of = stage_of(release);
-    let fleet = vf_control::fleet::fleet(&ctl.db, &p.environment_id, ctl.now()).await?;
-    let served = vf_control::delivery::served_nodes(ctl, p, &fleet).await?;
-    let views = fleet
+    let fleet =
+        vf_control::fleet::pipeline_nodes(&ctl.db, &p.environment_id, &p.id, ctl.now()).await?;
+    let served = vf_control::delivery::served_nodes(
+        ctl,
+        p,
+        fleet.iter().map(|n| (n.id.as_str(), &*n.labels)),
+    )
+    .await?;
+    Ok(fleet
         .into_iter()
         .zip(served)
-        .map(|(n, s)| {
-            let report = n.pipelines.into_iter().find(|r| r.pipeline_id == p.id);
-            let report = report.as_ref();
-            PipelineNodeView {
-                admitted: !matches!(s, vf_rules::Served::NotSelected),
-                stage: stage_of.get(&n.node.id).copied(),
-                labels: n.labels,
-                node_id: n.node.id,
-                node_name: n.node.name,
-                node_status: n.status,
-                served: s.kind(),
-                served_version: s.version(),
-                running_version: report.and_then(|r| r.version),
-                process_status: report.map(|r| r.status.clone()),
-                events_in: report.map(|r| r.events_in).unwrap_or(0),
-                errors_total: report.map(|r| r.errors_total).unwrap_or(0),
-            }
+        .map(|(node, served)| NodeOfPipeline {
+            stage: stage_of.get(node.id.as_str()).copied(),
+            served,
+            node,
         })
-        .collect();
-    Ok(views)
+        .collect())
 }
 
 /// The nodes counted by agent status, process status and running version.
 #[cfg(feature = "ssr")]
-fn counts<'a>(nodes: impl Iterator<Item = &'a PipelineNodeView>) -> NodeCounts {
+fn counts<'a>(nodes: impl Iterator<Item = &'a NodeOfPipeline>) -> NodeCounts {
     use std::collections::BTreeMap;
     let mut total = 0;
     let mut statuses = Vec::new();
-    let mut by_process: BTreeMap<Option<String>, i64> = BTreeMap::new();
+    let mut by_process: BTreeMap<Option<&str>, i64> = BTreeMap::new();
     let mut by_running: BTreeMap<Option<i64>, i64> = BTreeMap::new();
     for n in nodes {
+        let report = n.node.report.as_ref();
         total += 1;
-        statuses.push(n.node_status);
-        *by_process.entry(n.process_status.clone()).or_default() += 1;
-        *by_running.entry(n.running_version).or_default() += 1;
+        statuses.push(n.node.status);
+        *by_process
+            .entry(report.map(|r| r.status.as_str()))
+            .or_default() += 1;
+        *by_running
+            .entry(report.and_then(|r| r.version))
+            .or_default() += 1;
     }
     NodeCounts {
         total,
@@ -106,7 +140,10 @@ fn counts<'a>(nodes: impl Iterator<Item = &'a PipelineNodeView>) -> NodeCounts {
             .into_iter()
             .map(|(s, n)| (s, n as i64))
             .collect(),
-        by_process: by_process.into_iter().collect(),
+        by_process: by_process
+            .into_iter()
+            .map(|(s, n)| (s.map(str::to_string), n))
+            .collect(),
         by_running: by_running.into_iter().rev().collect(),
     }
 }
@@ -144,13 +181,35 @@ pub async fn create_pipeline(
     Ok(summary(row))
 }
 
+/// One pipeline's summary, without its versions, release or nodes: one row at any fleet size.
+#[server(endpoint = "pipeline.summary", input = Json)]
+pub async fn get_pipeline_summary(id: String) -> Result<PipelineSummary, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&id)).await?;
+    let p = vf_control::pipelines::get_pipeline(&ctl.db, &id)
+        .await
+        .map_err(fail)?;
+    Ok(summary(p))
+}
+
+/// The pipeline with everything its page shows, counted, never a list of nodes unless
+/// `nodes` asks for a page of them (read with the counts: they agree).
 #[server(endpoint = "pipeline.get", input = Json)]
-pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
+pub async fn get_pipeline(
+    id: String,
+    #[server(default)] nodes: Option<NodesQuery>,
+) -> Result<PipelineDetail, ServerFnError> {
     use super::server::*;
     use crate::types::EnvironmentView;
     use vf_control::access::{Role, Target};
     use vf_control::{fleet, pipelines};
     let (ctl, g) = authorize(Role::Viewer, Target::Pipeline(&id)).await?;
+    let cut = nodes
+        .as_ref()
+        .map(NodesCut::parse)
+        .transpose()
+        .map_err(fail)?;
     let p = pipelines::get_pipeline(&ctl.db, &id).await.map_err(fail)?;
     let env = fleet::get_environment(&ctl.db, &p.environment_id)
         .await
@@ -165,8 +224,8 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .map_err(fail)?;
     let nodes = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
     let release = stored.map(|r| crate::api::releases::release_view(r, ctl.now(), &g));
-    let admitted = counts(nodes.iter().filter(|n| n.admitted));
-    let excluded = nodes.iter().filter(|n| !n.admitted).count() as i64;
+    let admitted = counts(nodes.iter().filter(|n| n.admitted()));
+    let excluded = nodes.iter().filter(|n| !n.admitted()).count() as i64;
     let mut release = release;
     let mut waiting = crate::types::WaitingNodes::default();
     if let Some(r) = release.as_mut() {
@@ -175,11 +234,11 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
             stage.counts = counts(nodes.iter().filter(|n| n.stage == number));
         }
         if r.in_flight() {
-            let not_targeted = nodes.iter().filter(|n| n.admitted && n.stage.is_none());
+            let not_targeted = nodes.iter().filter(|n| n.admitted() && n.stage.is_none());
             waiting.count = not_targeted.clone().count() as i64;
             waiting.sample = not_targeted
                 .take(crate::preview::SAMPLE)
-                .map(|n| (n.node_name.clone(), n.served_version))
+                .map(|n| (n.node.name.clone(), n.served.version()))
                 .collect();
         }
     }
@@ -187,9 +246,12 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
         .await
         .map_err(fail)?
         .into_iter()
-        .map(|g| crate::api::fleet::group_view(g, &nodes, |n| (n.node_name.as_str(), &n.labels)))
+        .map(|g| {
+            crate::api::fleet::group_view(g, &nodes, |n| (n.node.name.as_str(), &*n.node.labels))
+        })
         .collect();
     Ok(PipelineDetail {
+        nodes: cut.map(|c| c.apply(nodes)),
         groups,
         prometheus_configured: ctl.settings.prometheus.is_some(),
         release,
@@ -206,10 +268,8 @@ pub async fn get_pipeline(id: String) -> Result<PipelineDetail, ServerFnError> {
     })
 }
 
-/// One page of the pipeline's nodes (those its nodeSelector admits), by name: `name`,
-/// `label` and `status` filter as in `fleet.nodes`; `stage` is a stage number of the latest
-/// release (the nodes it added) or `none` (nodes no stage targeted); `offset` and `limit`
-/// (default 50, at most 500) cut the page.
+/// One page of the pipeline's nodes (those its nodeSelector admits), by name, as
+/// [`NodesQuery`] asks.
 #[server(endpoint = "pipeline.nodes", input = Json)]
 #[allow(clippy::too_many_arguments)]
 pub async fn pipeline_nodes(
@@ -223,24 +283,16 @@ pub async fn pipeline_nodes(
 ) -> Result<PipelineNodesPage, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
-    use vf_control::fleet::{NodeFilter, PageRequest};
-    use vf_control::ControlError;
     let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
-    let filter = NodeFilter::parse(name.as_deref(), label.as_deref(), status).map_err(fail)?;
-    let page = PageRequest::parse(offset, limit).map_err(fail)?;
-    let stage: Option<Option<i64>> = match stage.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some("none") => Some(None),
-        Some(n) => match n.parse::<i64>() {
-            Ok(n) if n >= 1 => Some(Some(n)),
-            _ => {
-                return Err(fail(ControlError::invalid(
-                    "stage",
-                    "a stage number (1, 2, ...) or none",
-                )))
-            }
-        },
-    };
+    let cut = NodesCut::parse(&NodesQuery {
+        name,
+        label,
+        status,
+        stage,
+        offset,
+        limit,
+    })
+    .map_err(fail)?;
     let p = vf_control::pipelines::get_pipeline(&ctl.db, &pipeline_id)
         .await
         .map_err(fail)?;
@@ -248,22 +300,61 @@ pub async fn pipeline_nodes(
         .await
         .map_err(fail)?;
     let nodes = node_views(&ctl, &p, stored.as_ref()).await.map_err(fail)?;
-    let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted).collect();
-    let total = nodes.len() as i64;
-    let nodes: Vec<_> = match stage {
-        None => nodes,
-        Some(number) => nodes.into_iter().filter(|n| n.stage == number).collect(),
-    };
-    let found = vf_control::fleet::cut(nodes, &filter, page, |n| {
-        (n.node_name.as_str(), &n.labels, n.node_status)
-    });
-    Ok(PipelineNodesPage {
-        total,
-        matched: found.matched as i64,
-        offset: page.offset as i64,
-        limit: page.limit as i64,
-        nodes: found.rows,
-    })
+    Ok(cut.apply(nodes))
+}
+
+/// A [`NodesQuery`], checked.
+#[cfg(feature = "ssr")]
+struct NodesCut {
+    filter: vf_control::fleet::NodeFilter,
+    page: vf_control::fleet::PageRequest,
+    /// A stage number, or `Some(None)`: the nodes no stage targeted.
+    stage: Option<Option<i64>>,
+}
+
+#[cfg(feature = "ssr")]
+impl NodesCut {
+    fn parse(q: &NodesQuery) -> vf_control::Result<NodesCut> {
+        use vf_control::fleet::{NodeFilter, PageRequest};
+        let stage = match q.stage.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("none") => Some(None),
+            Some(n) => match n.parse::<i64>() {
+                Ok(n) if n >= 1 => Some(Some(n)),
+                _ => {
+                    return Err(vf_control::ControlError::invalid(
+                        "stage",
+                        "a stage number (1, 2, ...) or none",
+                    ))
+                }
+            },
+        };
+        Ok(NodesCut {
+            filter: NodeFilter::parse(q.name.as_deref(), q.label.as_deref(), q.status)?,
+            page: PageRequest::parse(q.offset, q.limit)?,
+            stage,
+        })
+    }
+
+    /// The page of the admitted `nodes` it asks for.
+    fn apply(&self, nodes: Vec<NodeOfPipeline>) -> PipelineNodesPage {
+        let nodes: Vec<_> = nodes.into_iter().filter(|n| n.admitted()).collect();
+        let total = nodes.len() as i64;
+        let nodes: Vec<_> = match self.stage {
+            None => nodes,
+            Some(number) => nodes.into_iter().filter(|n| n.stage == number).collect(),
+        };
+        let found = vf_control::fleet::cut(nodes, &self.filter, self.page, |n| {
+            (n.node.name.as_str(), &*n.node.labels, n.node.status)
+        });
+        PipelineNodesPage {
+            total,
+            matched: found.matched as i64,
+            offset: self.page.offset as i64,
+            limit: self.page.limit as i64,
+            nodes: found.rows.into_iter().map(NodeOfPipeline::view).collect(),
+        }
+    }
 }
 
 #[server(endpoint = "pipeline.version.config", input = Json)]

@@ -40,13 +40,24 @@ impl LastSeen {
 
     /// Brings rows read from the database up to the contacts not written yet.
     pub fn overlay(&self, nodes: &mut [NodeRow]) {
+        self.overlay_by(nodes, |n| (&n.id, &mut n.last_seen_at));
+    }
+
+    /// [`LastSeen::overlay`] for any rows: `fields` gives a row's node id and its stored
+    /// last-seen time.
+    pub fn overlay_by<T>(
+        &self,
+        rows: &mut [T],
+        fields: impl Fn(&mut T) -> (&String, &mut Option<i64>),
+    ) {
         let pending = self.lock();
         if pending.is_empty() {
             return;
         }
-        for node in nodes {
-            if let Some(&at) = pending.get(&node.id) {
-                node.last_seen_at = Some(node.last_seen_at.map_or(at, |t| t.max(at)));
+        for row in rows {
+            let (id, last_seen_at) = fields(row);
+            if let Some(&at) = pending.get(id) {
+                *last_seen_at = Some(last_seen_at.map_or(at, |t| t.max(at)));
             }
         }
     }

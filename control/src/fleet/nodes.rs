@@ -47,8 +47,13 @@ impl NodeRow {
     }
 
     pub fn is_disconnected(&self) -> bool {
-        matches!((self.disconnected_at, self.last_seen_at), (Some(d), Some(s)) if d >= s)
+        disconnected(self.disconnected_at, self.last_seen_at)
     }
+}
+
+/// Whether the node's last disconnect came after its last contact.
+fn disconnected(disconnected_at: Option<i64>, last_seen_at: Option<i64>) -> bool {
+    matches!((disconnected_at, last_seen_at), (Some(d), Some(s)) if d >= s)
 }
 
 /// A node to enroll, as its protocol describes it (already checked or cleaned by that path).
@@ -262,20 +267,12 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
         .into_iter()
         .map(|node| {
             let pipelines = by_node.remove(&node.id).unwrap_or_default();
-            // Only what the latest heartbeat reported counts: an agent reports a removed
-            // pipeline STOPPED once and then no more, which must not degrade it for ever.
-            let fresh_since = node.last_seen_at.unwrap_or(0) - node.poll_interval_ms;
-            let names: Vec<&str> = pipelines
-                .iter()
-                .filter(|p| p.updated_at >= fresh_since)
-                .map(|p| p.status.as_str())
-                .collect();
-            let status = derive_status(
+            let status = node_status(
                 now,
                 node.last_seen_at,
                 node.is_disconnected(),
                 node.poll_interval_ms,
-                &names,
+                pipelines.iter().map(|p| (p.updated_at, p.status.as_str())),
             );
             NodeView {
                 labels: node.labels(),
@@ -285,6 +282,157 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
             }
         })
         .collect())
+}
+
+/// A node as one pipeline's views show it: who it is, its status, and its latest report of
+/// that pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineNode {
+    pub id: String,
+    pub name: String,
+    /// The labels selection uses, shared by every node with the same ones.
+    pub labels: std::sync::Arc<Labels>,
+    pub status: NodeStatus,
+    pub report: Option<Report>,
+}
+
+/// What a node last reported of one pipeline, as the pipeline's views show it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Report {
+    pub version: Option<i64>,
+    pub status: String,
+    pub events_in: i64,
+    pub errors_total: i64,
+}
+
+/// The columns of a node a pipeline view reads, in order.
+#[derive(serde::Deserialize)]
+struct BriefRow {
+    id: String,
+    name: String,
+    reported_labels: String,
+    operator_labels: String,
+    poll_interval_ms: i64,
+    last_seen_at: Option<i64>,
+    disconnected_at: Option<i64>,
+}
+
+/// The columns of a report a pipeline view reads, in order.
+#[derive(serde::Deserialize)]
+struct BriefReport {
+    node_id: String,
+    pipeline_id: String,
+    updated_at: i64,
+    version: Option<i64>,
+    status: String,
+    events_in: i64,
+    errors_total: i64,
+}
+
+/// What one node reported, gathered for [`pipeline_nodes`]: its report of the pipeline,
+/// and every report's `(updated_at, status)`.
+#[derive(Clone, Default)]
+struct Reported<'a> {
+    this_pipeline: Option<&'a BriefReport>,
+    statuses: Vec<(i64, &'a str)>,
+}
+
+/// The environment's live nodes as the views of `pipeline_id` show them, by name (as
+/// [`list_nodes`]): [`fleet`] without what only the fleet page shows, in two packed reads of
+/// seven columns. Each distinct pair of label columns is parsed once and the merged labels
+/// shared (fleets repeat a few label sets across many nodes, and a parsed map costs far
+/// more memory than its text).
+pub async fn pipeline_nodes(
+    db: &Db,
+    environment_id: &str,
+    pipeline_id: &str,
+    now: i64,
+) -> Result<Vec<PipelineNode>> {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    // Two statements, read side by side: nodes, and the reports of the environment's nodes.
+    let (mut rows, reports): (Vec<BriefRow>, Vec<BriefReport>) = tokio::try_join!(
+        live_nodes(
+            db,
+            "id, name, reported_labels, operator_labels, poll_interval_ms, last_seen_at, \
+             disconnected_at",
+            environment_id,
+        ),
+        db.packed_rows(
+            "node_id, pipeline_id, updated_at, version, status, events_in, errors_total",
+            "SELECT s.node_id, s.pipeline_id, s.updated_at, s.version, s.status, s.events_in,
+                    s.errors_total
+             FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
+             WHERE n.environment_id = $1",
+            environment_id,
+        ),
+    )?;
+    rows.sort_unstable_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+    db.last_seen
+        .overlay_by(&mut rows, |r| (&r.id, &mut r.last_seen_at));
+    // Per node: the report of this pipeline, and the fresh reports' statuses.
+    let index: HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let mut reported: Vec<Reported> = vec![Reported::default(); rows.len()];
+    for r in &reports {
+        if let Some(&i) = index.get(r.node_id.as_str()) {
+            let slot = &mut reported[i];
+            if r.pipeline_id == pipeline_id {
+                slot.this_pipeline = Some(r);
+            }
+            slot.statuses.push((r.updated_at, r.status.as_str()));
+        }
+    }
+    drop(index);
+    let mut label_sets: HashMap<(String, String), Arc<Labels>> = HashMap::new();
+    Ok(rows
+        .into_iter()
+        .zip(reported)
+        .map(|(row, reported)| PipelineNode {
+            status: node_status(
+                now,
+                row.last_seen_at,
+                disconnected(row.disconnected_at, row.last_seen_at),
+                row.poll_interval_ms,
+                reported.statuses.into_iter(),
+            ),
+            report: reported.this_pipeline.map(|r| Report {
+                version: r.version,
+                status: r.status.clone(),
+                events_in: r.events_in,
+                errors_total: r.errors_total,
+            }),
+            labels: label_sets
+                .entry((row.reported_labels, row.operator_labels))
+                .or_insert_with_key(|(reported, operator)| {
+                    Arc::new(merged_labels(reported, operator))
+                })
+                .clone(),
+            name: row.name,
+            id: row.id,
+        })
+        .collect())
+}
+
+/// A node's status from its contacts and its reports (each `(updated_at, status)`). Only
+/// what the latest heartbeat reported counts: an agent reports a removed pipeline STOPPED
+/// once and then no more, which must not degrade it for ever.
+fn node_status<'a>(
+    now: i64,
+    last_seen_at: Option<i64>,
+    disconnected: bool,
+    poll_interval_ms: i64,
+    reports: impl Iterator<Item = (i64, &'a str)>,
+) -> NodeStatus {
+    let fresh_since = last_seen_at.unwrap_or(0) - poll_interval_ms;
+    let fresh: Vec<&str> = reports
+        .filter(|(updated_at, _)| *updated_at >= fresh_since)
+        .map(|(_, status)| status)
+        .collect();
+    derive_status(now, last_seen_at, disconnected, poll_interval_ms, &fresh)
 }
 
 /// Operators set labels that win over what the agent reports.

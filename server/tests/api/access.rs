@@ -231,6 +231,13 @@ fn table() -> Vec<Row> {
             |fx, _| json!({ "id": fx.pipeline }),
         ),
         row(
+            Fn("pipeline.summary"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "id": fx.pipeline }),
+        ),
+        row(
             Fn("pipeline.nodes"),
             Viewer,
             Environment,

@@ -96,7 +96,8 @@ async fn a_bad_page_or_filter_is_refused_naming_the_field() {
 }
 
 /// The pipeline page's data counts nodes instead of listing them: the release fleet, each
-/// stage and the nodes not targeted yet; `pipeline.nodes` pages through them by stage.
+/// stage and the nodes not targeted yet; `pipeline.nodes` pages through them by stage, and
+/// `pipeline.get` brings the same page along when asked (the page's one call).
 #[tokio::test]
 async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
     let app = TestApp::spawn().await;
@@ -121,7 +122,10 @@ async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
     .await;
 
     let detail = app.call_ok("pipeline.get", json!({"id": p.id})).await;
-    assert!(detail.get("nodes").is_none(), "no node list: {detail}");
+    assert!(
+        detail["nodes"].is_null(),
+        "no node list unless asked: {detail}"
+    );
     assert_eq!(detail["admitted"]["total"], 5);
     assert_eq!(detail["excluded"], 1);
     assert_eq!(detail["release"]["stages"][0]["counts"]["total"], 2);
@@ -147,6 +151,14 @@ async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
     let page = nodes(json!({"stage": "none", "offset": 2})).await;
     assert_eq!(names(&page), ["b-3"]);
     assert_eq!(page["nodes"][0]["served_version"], 1);
+    let with_page = app
+        .call_ok(
+            "pipeline.get",
+            json!({"id": p.id, "nodes": {"stage": "none", "offset": 2}}),
+        )
+        .await;
+    assert_eq!(with_page["nodes"], page);
+    assert_eq!(with_page["admitted"], detail["admitted"]);
     let message = app
         .call_refused(
             "pipeline.nodes",
@@ -155,6 +167,22 @@ async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
         )
         .await;
     assert!(message.starts_with("stage:"), "{message}");
+    let message = app
+        .call_refused(
+            "pipeline.get",
+            json!({"id": p.id, "nodes": {"limit": 0}}),
+            400,
+        )
+        .await;
+    assert!(message.starts_with("limit:"), "{message}");
+
+    // The summary alone: one row, as `pipeline.list` has it.
+    let summary = app.call_ok("pipeline.summary", json!({"id": p.id})).await;
+    let list = app
+        .call_ok("pipeline.list", json!({"environment_id": app.env_id}))
+        .await;
+    assert_eq!(summary, list[0]);
+    assert_eq!(summary["environment_id"], json!(app.env_id));
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::pipelines::{diff_versions, get_pipeline, pipeline_nodes, DeployPipeline};
+use crate::api::pipelines::{diff_versions, get_pipeline, get_pipeline_summary, DeployPipeline};
 
 mod deploy;
 mod history;
@@ -13,7 +13,7 @@ mod nodes;
 mod rollout;
 
 use crate::components::{non_blank, use_session, use_tick, LabelChips, Loaded, Table};
-use crate::types::{format_time, DiffView, PipelineDetail};
+use crate::types::{format_time, DiffView, NodesQuery, PipelineDetail};
 use deploy::DeployForm;
 use history::History;
 use nodes::{NodesShown, NodesTable};
@@ -26,20 +26,10 @@ pub fn PipelinePage() -> impl IntoView {
     let tick = use_tick(2_000);
     let deploy = ServerAction::<DeployPipeline>::new();
     let actions = RolloutActions::new();
-    let detail = Resource::new(
-        move || {
-            (
-                id.get(),
-                tick.get(),
-                deploy.version().get(),
-                actions.version(),
-            )
-        },
-        |(id, _, _, _)| get_pipeline(id),
-    );
-    // The nodes table: its own page of nodes, refreshed with the detail.
+    // The nodes table's filter and page: the detail brings that page of nodes with it, read
+    // with the counts (one read of the fleet per refresh).
     let shown = RwSignal::new(NodesShown::default());
-    let nodes = Resource::new(
+    let detail = Resource::new(
         move || {
             (
                 id.get(),
@@ -50,14 +40,16 @@ pub fn PipelinePage() -> impl IntoView {
             )
         },
         |(id, _, _, _, s)| {
-            pipeline_nodes(
+            get_pipeline(
                 id,
-                non_blank(&s.name),
-                non_blank(&s.label),
-                s.status,
-                s.stage.map(|n| n.to_string()),
-                Some(s.offset),
-                None,
+                Some(NodesQuery {
+                    name: non_blank(&s.name),
+                    label: non_blank(&s.label),
+                    status: s.status,
+                    stage: s.stage.map(|n| n.to_string()),
+                    offset: Some(s.offset),
+                    limit: None,
+                }),
             )
         },
     );
@@ -80,7 +72,7 @@ pub fn PipelinePage() -> impl IntoView {
     let can_deploy = Resource::new(
         move || id.get(),
         move |id| async move {
-            let env = get_pipeline(id).await?.environment.id;
+            let env = get_pipeline_summary(id).await?.environment_id;
             Ok(session.roles().await.can("editor", &env))
         },
     );
@@ -89,7 +81,7 @@ pub fn PipelinePage() -> impl IntoView {
             <PipelineHeader d=d.clone()/>
             <RolloutView d=d.clone() actions shown/>
         </Loaded>
-        <NodesTable nodes shown/>
+        <NodesTable detail shown/>
         <Loaded resource=can_deploy hide_loading=true hide_errors=true let:can>
             {can.then(|| view! { <DeployForm id deploy detail/> })}
         </Loaded>

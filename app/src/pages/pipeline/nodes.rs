@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use vf_rules::NodeStatus;
 
 use crate::components::{non_blank, Loaded, StatusBadge, Table};
-use crate::types::PipelineNodesPage;
+use crate::types::{PipelineDetail, PipelineNodesPage};
 
 /// The filter and page the nodes table shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -31,15 +31,16 @@ impl NodesShown {
 
 #[component]
 pub fn NodesTable(
-    nodes: Resource<Result<PipelineNodesPage, ServerFnError>>,
+    /// The pipeline, with the page of nodes `shown` asks for.
+    detail: Resource<Result<PipelineDetail, ServerFnError>>,
     shown: RwSignal<NodesShown>,
 ) -> impl IntoView {
     view! {
         <section aria-label="Nodes" id="pipeline-nodes">
             <h2>"Nodes"</h2>
             <NodeFilters shown/>
-            <Loaded resource=nodes loading="Loading nodes..." let:page>
-                <NodesPage page shown/>
+            <Loaded resource=detail loading="Loading nodes..." hide_errors=true let:d>
+                {d.nodes.map(|page| view! { <NodesPage page shown/> })}
             </Loaded>
         </section>
     }
