@@ -203,6 +203,25 @@ async fn live_nodes<T: serde::de::DeserializeOwned>(
     db.packed_rows(columns, &select, environment_id).await
 }
 
+/// `columns` (comma-separated) of the reports of an environment's nodes, in one packed
+/// read, in no set order.
+async fn environment_reports<T: serde::de::DeserializeOwned>(
+    db: &Db,
+    columns: &str,
+    environment_id: &str,
+) -> Result<Vec<T>> {
+    let prefixed: Vec<String> = columns
+        .split(',')
+        .map(|c| format!("s.{}", c.trim()))
+        .collect();
+    let select = format!(
+        "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
+         WHERE n.environment_id = $1",
+        prefixed.join(", ")
+    );
+    db.packed_rows(columns, &select, environment_id).await
+}
+
 /// The labels selection uses, from the two stored JSON columns: what the agent reports,
 /// overridden by what operators set.
 fn merged_labels(reported: &str, operator: &str) -> Labels {
@@ -242,21 +261,8 @@ pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
 /// The fleet view of an environment: nodes with labels, derived status and pipeline reports.
 pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeView>> {
     let nodes = list_nodes(db, environment_id).await?;
-    let mut statuses: Vec<PipelineStatusRow> = db
-        .packed_rows(
-            STATUS_COLUMNS,
-            &format!(
-                "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
-                 WHERE n.environment_id = $1",
-                STATUS_COLUMNS
-                    .split(", ")
-                    .map(|c| format!("s.{}", c.trim()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            environment_id,
-        )
-        .await?;
+    let mut statuses: Vec<PipelineStatusRow> =
+        environment_reports(db, STATUS_COLUMNS, environment_id).await?;
     statuses.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
     let mut by_node: std::collections::HashMap<String, Vec<PipelineStatusRow>> =
         std::collections::HashMap::new();
@@ -297,7 +303,7 @@ pub struct PipelineNode {
 }
 
 /// What a node last reported of one pipeline, as the pipeline's views show it.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     pub version: Option<i64>,
     pub status: String,
@@ -358,12 +364,9 @@ pub async fn pipeline_nodes(
              disconnected_at",
             environment_id,
         ),
-        db.packed_rows(
+        environment_reports(
+            db,
             "node_id, pipeline_id, updated_at, version, status, events_in, errors_total",
-            "SELECT s.node_id, s.pipeline_id, s.updated_at, s.version, s.status, s.events_in,
-                    s.errors_total
-             FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
-             WHERE n.environment_id = $1",
             environment_id,
         ),
     )?;
