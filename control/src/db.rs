@@ -22,6 +22,35 @@ pub enum Dialect {
     Postgres,
 }
 
+impl Dialect {
+    /// Bound value number `i` (from 1) in a generated statement whose values appear in
+    /// order: `$i` on PostgreSQL, an anonymous `?` on SQLite. SQLite finds a numbered
+    /// parameter by a linear scan of the statement's names, so binding n numbered values
+    /// costs n²: a 3,000-value batch statement spent most of its time there.
+    pub fn param(self, i: usize) -> String {
+        match self {
+            Dialect::Sqlite => "?".to_string(),
+            Dialect::Postgres => format!("${i}"),
+        }
+    }
+
+    /// `n` bound values numbered from `first`, comma-separated ([`Dialect::param`]).
+    pub fn params(self, n: usize, first: usize) -> String {
+        (first..first + n)
+            .map(|i| self.param(i))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `(..), (..)`: `rows` tuples of `width` bound values numbered from `first`, row by row.
+    pub fn tuples(self, rows: usize, width: usize, first: usize) -> String {
+        (0..rows)
+            .map(|row| format!("({})", self.params(width, first + row * width)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// How many connections to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolSizes {
@@ -174,6 +203,17 @@ impl Db {
         .context("applying database migrations")
     }
 
+    /// A write transaction on [`Db::pool`] that holds the write lock from its start. On SQLite
+    /// (`BEGIN IMMEDIATE`) this makes a writer that finds the file locked by another
+    /// connection (an operator's `sqlite3`, say) wait out `busy_timeout`: a deferred
+    /// transaction that read first fails at its first write at once instead.
+    pub async fn begin_write(&self) -> crate::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Postgres => self.pool.begin().await?,
+        })
+    }
+
     /// A read transaction whose statements all see the database at one instant: on
     /// PostgreSQL `REPEATABLE READ, READ ONLY` (one snapshot, taken at its first statement);
     /// on SQLite any transaction reads one snapshot in WAL mode. Answers assembled from
@@ -261,6 +301,13 @@ macro_rules! sql {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_statements_number_their_values_on_postgres_and_not_on_sqlite() {
+        assert_eq!(Dialect::Postgres.tuples(2, 3, 1), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(Dialect::Postgres.params(2, 5), "$5, $6");
+        assert_eq!(Dialect::Sqlite.tuples(2, 2, 1), "(?, ?), (?, ?)");
+    }
 
     #[test]
     fn database_urls_choose_their_dialect_or_are_refused() {

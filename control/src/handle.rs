@@ -44,11 +44,11 @@ pub struct Control {
 impl Control {
     pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         Self {
+            metrics: crate::metrics::Metrics::new(db.heartbeats.capped.clone()),
             db,
             clock,
             settings: Arc::new(settings),
             http: reqwest::Client::new(),
-            metrics: crate::metrics::Metrics::default(),
             login_limiter: Arc::default(),
             delivery: Arc::default(),
         }

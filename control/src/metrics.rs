@@ -82,8 +82,10 @@ pub struct Metrics {
     registry: std::sync::Arc<Registry>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    /// The metrics, with the count of capped counter deltas kept by the heartbeat writer
+    /// ([`crate::heartbeat::HeartbeatQueue::capped`]).
+    pub fn new(counter_deltas_clamped: Counter) -> Self {
         let config_polls = Family::<ServedLabels, Counter>::default();
         let agent_requests = Family::<RouteLabels, Counter>::default();
         let agent_latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
@@ -93,7 +95,6 @@ impl Default for Metrics {
         let transitions = Family::<TransitionLabels, Counter>::default();
         let release_status = Family::<ReleaseLabels, Gauge>::default();
         let sign_ins = Family::<SignInLabels, Counter>::default();
-        let counter_deltas_clamped = Counter::default();
         let gate_input_errors = Family::<InputLabels, Counter>::default();
         let release_state_unreadable = Family::<UnreadableLabels, Counter>::default();
         let mut registry = Registry::with_prefix("vectorflow");
@@ -161,9 +162,6 @@ impl Default for Metrics {
             registry: std::sync::Arc::new(registry),
         }
     }
-}
-
-impl Metrics {
     pub fn served(&self, kind: &str) {
         self.config_polls
             .get_or_create(&ServedLabels {

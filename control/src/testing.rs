@@ -70,6 +70,7 @@ pub async fn audit_for_target(
 
 /// A pipeline's per-minute aggregates from `since` on, oldest first.
 pub async fn pipeline_minutes(db: &Db, pipeline_id: &str, since: i64) -> Result<Vec<MinuteRow>> {
+    db.heartbeats.settled().await;
     Ok(sqlx::query_as::<_, MinuteRow>(
         "SELECT minute, events_in, events_out, errors FROM pipeline_metrics
          WHERE pipeline_id = $1 AND minute >= $2 ORDER BY minute",

@@ -287,8 +287,8 @@ async fn security_headers(req: Request, next: Next) -> Response {
 impl Application {
     /// Serves until `shutdown` resolves, then finishes in-flight requests (up to 30 s),
     /// waits for a scheduler tick in progress to finish (up to 10 s more), so its decisions
-    /// are committed and logged before the process exits, and writes the last-seen times
-    /// still in memory.
+    /// are committed and logged before the process exits, and writes the heartbeats and
+    /// last-seen times still in memory.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -339,6 +339,7 @@ impl Application {
             let _ = flusher.await;
         }
         // Every request has been answered: what they recorded in memory is written now.
+        self.control.db.heartbeats.settled().await;
         crate::scheduler::flush_once(&self.control).await;
         Ok(())
     }

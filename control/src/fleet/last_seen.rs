@@ -89,7 +89,10 @@ impl LastSeen {
 /// and PostgreSQL both read, only ever moving a time forwards.
 async fn write(db: &Db, chunk: &[(String, i64)]) -> Result<()> {
     let rows = (0..chunk.len())
-        .map(|i| format!("(${}, CAST(${} AS BIGINT))", 2 * i + 1, 2 * i + 2))
+        .map(|i| {
+            let (id, at) = (db.dialect.param(2 * i + 1), db.dialect.param(2 * i + 2));
+            format!("({id}, CAST({at} AS BIGINT))")
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let statement = crate::sql!(

@@ -210,6 +210,7 @@ async fn environment_reports<T: serde::de::DeserializeOwned>(
     columns: &str,
     environment_id: &str,
 ) -> Result<Vec<T>> {
+    db.heartbeats.settled().await;
     let prefixed: Vec<String> = columns
         .split(',')
         .map(|c| format!("s.{}", c.trim()))

@@ -1,20 +1,34 @@
-//! Heartbeats written together: group commit.
+//! Heartbeats written together: group commit, acknowledged before the commit.
 //!
-//! Each heartbeat waits for its turn to write; the writer whose turn comes takes every
-//! heartbeat queued by then and writes them all in one transaction, with one statement per
-//! table for the batch instead of four per report. Under load the batch grows by itself
-//! (everything that arrived during the previous write); a lone heartbeat is written at once.
-//! A request is answered only after its batch committed, so an acknowledged heartbeat is
-//! never lost, not even by a `kill -9`, and the next read sees it.
+//! A heartbeat is queued and answered at once; one writer task takes everything queued and
+//! writes it in one transaction, with one statement per table for the batch instead of four
+//! per report, then takes what arrived meanwhile. Under load the batch grows by itself; a
+//! lone heartbeat is written at once.
 //!
-//! The write runs in its own task: a request dropped mid-write (the agent hung up) cancels
-//! neither its batch nor the other heartbeats in it. When a batch fails, each of its
-//! heartbeats is retried alone, so one bad report fails only its own request.
+//! What an acknowledgement promises:
+//! - **The next read sees it.** Reads of node status and counters (fleet views, gate
+//!   inputs, charts, `/metrics`) first wait for the heartbeats queued before them
+//!   ([`HeartbeatQueue::settled`]), so an answered heartbeat is in the very next read, on
+//!   this server.
+//! - **A graceful shutdown writes it** (the server settles the queue after the last request).
+//! - **A `kill -9` can lose it** (at most the batch being written and what queued behind it,
+//!   a few milliseconds of reports). Counters are cumulative, so the node's next report
+//!   brings the lost deltas back: only the minute they are counted in moves.
+//!
+//! A heartbeat that changes the node's facts (labels, versions, host metrics) is answered
+//! only after its commit: the fleet generation moves with it and the config the same
+//! request serves depends on it. So does every heartbeat while more than [`MAX_PENDING`]
+//! wait, which bounds the queue's memory when the database falls behind.
+//!
+//! When a batch fails, each of its heartbeats is retried alone, so one bad report fails only
+//! its own write (its request's, when it waits; logged otherwise).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
-use tokio::sync::oneshot;
+use prometheus_client::metrics::counter::Counter;
+use tokio::sync::{oneshot, watch};
 
 use super::{add_deltas, Counters, Report};
 use crate::fleet::STATUS_COLUMNS;
@@ -23,6 +37,9 @@ use crate::{ControlError, Db, Result};
 /// Rows per multi-row statement: at most 15 bound values each, far below both databases'
 /// limits on bound values.
 const ROWS_PER_STATEMENT: usize = 200;
+
+/// Heartbeats queued beyond which a new one waits for its commit before it is answered.
+pub const MAX_PENDING: usize = 5_000;
 
 /// A checked heartbeat waiting to be written.
 #[derive(Debug)]
@@ -46,16 +63,37 @@ pub(super) struct Facts {
 
 struct Job {
     heartbeat: Checked,
-    /// How many counter deltas were capped, or why the write failed.
-    done: oneshot::Sender<Result<usize>>,
+    /// Answered once the heartbeat is written, or with why it was not.
+    done: oneshot::Sender<Result<()>>,
 }
 
-/// The heartbeats waiting for the next write.
 #[derive(Default)]
+struct Pending {
+    jobs: Vec<Job>,
+    /// How many heartbeats were ever queued: the last one's sequence number.
+    queued: u64,
+}
+
+/// The heartbeats waiting for the writer.
 pub struct HeartbeatQueue {
-    pending: Mutex<Vec<Job>>,
-    /// Held for the whole of a write: whoever holds it writes everything pending.
-    turn: Arc<tokio::sync::Mutex<()>>,
+    pending: Mutex<Pending>,
+    /// Whether a writer task runs: it writes until nothing is pending, then stops.
+    writing: AtomicBool,
+    /// The sequence number up to which every heartbeat is written (or failed).
+    written: watch::Sender<u64>,
+    /// Counter deltas capped at [`super::MAX_DELTA_PER_REPORT`] (the server's metric).
+    pub capped: Counter,
+}
+
+impl Default for HeartbeatQueue {
+    fn default() -> Self {
+        HeartbeatQueue {
+            pending: Mutex::default(),
+            writing: AtomicBool::new(false),
+            written: watch::Sender::new(0),
+            capped: Counter::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for HeartbeatQueue {
@@ -65,23 +103,21 @@ impl std::fmt::Debug for HeartbeatQueue {
 }
 
 impl HeartbeatQueue {
-    /// Queues the heartbeat and returns once it is committed (in its batch or alone).
-    pub(super) async fn write(&self, db: &Db, heartbeat: Checked) -> Result<usize> {
-        let (done, mut written) = oneshot::channel();
-        self.lock().push(Job { heartbeat, done });
-        // The lock is fair (first come, first served), and a writer answers every job it
-        // took before letting go: so either our job was written while we waited, or it is
-        // still pending and this turn writes it.
-        let turn = self.turn.clone().lock_owned().await;
-        if let Ok(result) = written.try_recv() {
-            return result;
+    /// Queues the heartbeat; returns at once, or once it is committed when it changes the
+    /// node's facts or the queue is full (see the module documentation).
+    pub(super) async fn write(&self, db: &Db, heartbeat: Checked) -> Result<()> {
+        let wait = heartbeat.facts.is_some();
+        let (done, written) = oneshot::channel();
+        let backlog = {
+            let mut pending = self.lock();
+            pending.jobs.push(Job { heartbeat, done });
+            pending.queued += 1;
+            pending.jobs.len()
+        };
+        self.start_writer(db);
+        if !wait && backlog <= MAX_PENDING {
+            return Ok(());
         }
-        let jobs = std::mem::take(&mut *self.lock());
-        let db = db.clone();
-        tokio::spawn(async move {
-            let _turn = turn;
-            write_jobs(&db, jobs).await;
-        });
         written.await.unwrap_or_else(|_| {
             Err(ControlError::Internal(anyhow::anyhow!(
                 "the heartbeat writer stopped before answering"
@@ -89,35 +125,83 @@ impl HeartbeatQueue {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
+    /// Returns once every heartbeat queued before the call is written or failed: what a
+    /// read of node status or counters waits for, so it sees every acknowledged heartbeat.
+    pub async fn settled(&self) {
+        let queued = self.lock().queued;
+        let mut written = self.written.subscribe();
+        // The sender lives as long as the queue: this cannot fail while `self` is borrowed.
+        let _ = written.wait_for(|w| *w >= queued).await;
+    }
+
+    fn start_writer(&self, db: &Db) {
+        if self.writing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let db = db.clone();
+        tokio::spawn(async move { db.heartbeats.drain(&db).await });
+    }
+
+    /// The writer: writes batches until nothing is pending.
+    async fn drain(&self, db: &Db) {
+        loop {
+            let (jobs, last) = {
+                let mut pending = self.lock();
+                (std::mem::take(&mut pending.jobs), pending.queued)
+            };
+            if jobs.is_empty() {
+                self.writing.store(false, Ordering::SeqCst);
+                // A heartbeat queued since the take saw this writer running and left its
+                // write to it: go on, unless another writer started meanwhile.
+                if self.lock().jobs.is_empty() || self.writing.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                continue;
+            }
+            // Its own task: a panic loses this batch (its waiters get an error), not the
+            // writer, and `settled` still moves past it.
+            let batch = tokio::spawn(write_jobs(db.clone(), self.capped.clone(), jobs));
+            if let Err(e) = batch.await {
+                tracing::error!("writing a batch of heartbeats failed: {e}");
+            }
+            self.written.send_replace(last);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         // A panic while holding the lock leaves a list that is still whole: keep using it.
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-async fn write_jobs(db: &Db, jobs: Vec<Job>) {
-    if jobs.is_empty() {
-        return;
-    }
+async fn write_jobs(db: Db, capped_total: Counter, jobs: Vec<Job>) {
     let heartbeats: Vec<&Checked> = jobs.iter().map(|j| &j.heartbeat).collect();
-    match write_batch(db, &heartbeats).await {
-        Ok(capped) => {
-            for (job, capped) in jobs.into_iter().zip(capped) {
-                let _ = job.done.send(Ok(capped));
-            }
-        }
-        Err(e) if jobs.len() == 1 => {
-            let _ = jobs.into_iter().next().map(|j| j.done.send(Err(e)));
-        }
+    let results = match write_batch(&db, &heartbeats).await {
+        Ok(capped) => capped.into_iter().map(Ok).collect(),
+        Err(e) if jobs.len() == 1 => vec![Err(e)],
         Err(e) => {
             tracing::warn!(
                 heartbeats = jobs.len(),
                 "a batch of heartbeats failed ({e}); writing each alone"
             );
-            for job in jobs {
-                let result = write_batch(db, &[&job.heartbeat]).await;
-                let _ = job.done.send(result.map(|c| c[0]));
+            let mut results = Vec::with_capacity(jobs.len());
+            for job in &jobs {
+                results.push(write_batch(&db, &[&job.heartbeat]).await.map(|c| c[0]));
             }
+            results
+        }
+    };
+    for (job, result) in jobs.into_iter().zip(results) {
+        let result = result.map(|capped| {
+            capped_total.inc_by(capped as u64);
+        });
+        // Nobody waits for most heartbeats: a failure is then only logged.
+        if let Err(Err(e)) = job.done.send(result) {
+            tracing::warn!(
+                node_id = job.heartbeat.node_id,
+                error = e.chain(),
+                "a heartbeat was not written"
+            );
         }
     }
 }
@@ -135,7 +219,7 @@ type NodePipeline = (String, String);
 
 /// Writes the heartbeats in one transaction; returns each one's count of capped deltas.
 async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin_write().await?;
 
     // Reports count only for pipelines of the node's own environment. Read by environment,
     // so no pipeline id an agent made up (a NUL, say, which PostgreSQL refuses) reaches SQL.
@@ -149,7 +233,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
     for chunk in environments.chunks(ROWS_PER_STATEMENT) {
         let statement = crate::sql!(
             "SELECT id, environment_id FROM pipelines WHERE environment_id IN ({})",
-            placeholders(chunk.len(), 1)
+            db.dialect.params(chunk.len(), 1)
         );
         let mut query = sqlx::query_as::<_, (String, String)>(statement);
         for id in chunk {
@@ -197,7 +281,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
         let statement = crate::sql!(
             "SELECT {STATUS_COLUMNS} FROM node_pipeline_status
              WHERE (node_id, pipeline_id) IN (VALUES {})",
-            tuples(chunk.len(), 2, 1)
+            db.dialect.tuples(chunk.len(), 2, 1)
         );
         let mut query = sqlx::query_as::<_, crate::fleet::PipelineStatusRow>(statement);
         for (node, pipeline) in chunk {
@@ -275,7 +359,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
                 pid = excluded.pid, config_checksum = excluded.config_checksum,
                 recent_logs = excluded.recent_logs, updated_at = excluded.updated_at",
-            tuples(chunk.len(), 15, 1)
+            db.dialect.tuples(chunk.len(), 15, 1)
         );
         let mut query = sqlx::query(statement);
         for ((node, pipeline), (r, now)) in chunk {
@@ -306,7 +390,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 events_out, errors, events_discarded, bytes_in, bytes_out)
              VALUES {}
              ON CONFLICT (node_id, pipeline_id, version, minute) DO UPDATE SET {}",
-            tuples(chunk.len(), 10, 1),
+            db.dialect.tuples(chunk.len(), 10, 1),
             add_deltas("node_pipeline_metrics")
         );
         let mut query = sqlx::query(statement);
@@ -326,7 +410,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 events_discarded, bytes_in, bytes_out)
              VALUES {}
              ON CONFLICT (pipeline_id, minute) DO UPDATE SET {}",
-            tuples(chunk.len(), 8, 1),
+            db.dialect.tuples(chunk.len(), 8, 1),
             add_deltas("pipeline_metrics")
         );
         let mut query = sqlx::query(statement);
@@ -367,31 +451,9 @@ fn add(sum: &mut Counters, d: Counters) {
     sum.bytes_out = sum.bytes_out.saturating_add(d.bytes_out);
 }
 
-/// `$first, $first+1, ...`: `n` placeholders.
-fn placeholders(n: usize, first: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `($1, $2), ($3, $4), ...`: `rows` tuples of `width` placeholders.
-fn tuples(rows: usize, width: usize, first: usize) -> String {
-    (0..rows)
-        .map(|row| format!("({})", placeholders(width, first + row * width)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tuples_number_their_placeholders_row_by_row() {
-        assert_eq!(tuples(2, 3, 1), "($1, $2, $3), ($4, $5, $6)");
-        assert_eq!(placeholders(2, 5), "$5, $6");
-    }
 
     #[test]
     fn sums_of_capped_deltas_saturate() {

@@ -200,10 +200,12 @@ impl Report {
 }
 
 /// Records a heartbeat: node facts, then each report for a pipeline of the node's
-/// environment (reports for unknown pipelines are ignored), all in one transaction shared
-/// with the heartbeats arriving at the same time ([`HeartbeatQueue`]). Returns once it is
-/// committed, with how many counter deltas were capped at [`MAX_DELTA_PER_REPORT`].
-pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<usize> {
+/// environment (reports for unknown pipelines are ignored), in one transaction shared with
+/// the heartbeats arriving at the same time. Returns once it is checked and queued, or
+/// committed when it changed the node's facts ([`HeartbeatQueue`] says what an
+/// acknowledgement promises). Counter deltas capped at [`MAX_DELTA_PER_REPORT`] are counted
+/// in [`HeartbeatQueue::capped`].
+pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) -> Result<()> {
     if hb.pipelines.len() > MAX_REPORTS {
         return Err(ControlError::invalid(
             "pipelines",

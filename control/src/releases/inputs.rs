@@ -81,6 +81,7 @@ pub async fn error_counts(
     nodes: &BTreeSet<String>,
     since: i64,
 ) -> Result<ErrorCounts> {
+    db.heartbeats.settled().await;
     let rows: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT node_id, errors, events_in FROM node_pipeline_metrics
          WHERE pipeline_id = $1 AND version = $2 AND minute >= $3",
@@ -115,6 +116,7 @@ pub async fn events_in_minutes(
     from: i64,
     until: i64,
 ) -> Result<(i64, usize)> {
+    db.heartbeats.settled().await;
     let rows: Vec<i64> = sqlx::query_scalar(
         "SELECT events_in FROM pipeline_metrics
          WHERE pipeline_id = $1 AND minute >= $2 AND minute < $3",

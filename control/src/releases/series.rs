@@ -17,6 +17,7 @@ pub struct SeriesPoint {
 
 /// The minutes of each started stage, in stage order.
 pub async fn stage_series(db: &Db, release: &Release, now: i64) -> Result<Vec<Vec<SeriesPoint>>> {
+    db.heartbeats.settled().await;
     let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
         "SELECT node_id, minute, events_in, errors FROM node_pipeline_metrics
          WHERE pipeline_id = $1 AND version = $2 AND minute >= $3 ORDER BY minute",

@@ -81,20 +81,14 @@ async fn serve_config(
     let interval = ctl.settings.poll_interval_ms;
     let config = match hb {
         Some(hb) if hb.labels.is_some() => {
-            count_capped(
-                state,
-                heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?,
-            );
+            heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?;
             // Serve by the labels just reported: a node the selector now excludes must not
             // receive the pipeline, not even for one round trip.
             let reread = fleet::get_node(&ctl.db, &known.node.id).await?;
             agent::config_for_node(ctl, &reread, interval).await?
         }
         Some(hb) => {
-            count_capped(
-                state,
-                heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?,
-            );
+            heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?;
             agent::config_for(ctl, known, interval).await?
         }
         None => {
@@ -123,11 +117,7 @@ async fn heartbeat_post(
 ) -> Result<Response, ApiError> {
     let hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
-    let capped = heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
-    count_capped(&state, capped);
+    heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
     Ok(Json(HeartbeatAck { ok: true }).into_response())
 }
 
-fn count_capped(state: &AppState, capped: usize) {
-    state.metrics.counter_deltas_clamped.inc_by(capped as u64);
-}

@@ -40,6 +40,8 @@ async fn metrics(
     Operator(p): Operator,
 ) -> Result<impl IntoResponse, ApiError> {
     access::check(p.global_role(), Role::Viewer, "every environment")?;
+    // The capped-delta count includes every heartbeat answered before this scrape.
+    state.control.db.heartbeats.settled().await;
     match vf_control::releases::latest_statuses(&state.control.db).await {
         Ok(latest) => state.metrics.set_release_statuses(&latest),
         Err(e) => tracing::warn!(

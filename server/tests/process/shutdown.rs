@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::{Connection, SqliteConnection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -122,6 +123,60 @@ async fn a_graceful_shutdown_writes_the_last_seen_times_still_pending() {
     let view = stored_view(&db, &env_id, &node.node_id).await;
     let seen = view.node.last_seen_at.expect("the poll's time was written");
     assert!(seen >= before, "last seen {seen}, polled after {before}");
+}
+
+/// A heartbeat is answered before it is written (group commit); a graceful shutdown writes
+/// those still queued. Another connection holds SQLite's write lock while three heartbeats
+/// are answered, so all three are still queued when SIGTERM arrives.
+#[tokio::test]
+async fn a_graceful_shutdown_writes_the_heartbeats_answered_but_not_yet_written() {
+    let db = TestDb::sqlite();
+    let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
+    let pipeline = fixture.pipeline_on_v1("logs").await;
+    let env_id = fixture.env_id.clone();
+    fixture.close().await;
+    let (mut server, node) = start_and_enroll(&db, ("VF_LAST_SEEN_FLUSH_MS", "0")).await;
+
+    let mut holder = SqliteConnection::connect(&db.url).await.expect("connect");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .expect("take the write lock");
+    let client = reqwest::Client::new();
+    for events in [10, 20, 30] {
+        let body = json!({ "pipelines": [{
+            "pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": events
+        }]});
+        let resp = client
+            .post(format!("{}/api/agent/heartbeat", server.url))
+            .bearer_auth(&node.node_token)
+            .json(&body)
+            .timeout(IO_WITHIN)
+            .send()
+            .await
+            .expect("heartbeat");
+        assert_eq!(resp.status(), StatusCode::OK, "answered while the writer waits");
+    }
+
+    server.terminate();
+    server
+        .wait_for_log(
+            "shutdown signal received; finishing in-flight requests",
+            IO_WITHIN,
+        )
+        .await;
+    // The server has stopped serving and waits for its writer, which waits for the lock.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("let the lock go");
+    let status = server.wait_exit(IO_WITHIN).await;
+    assert!(status.success(), "exited with {status} after SIGTERM");
+
+    let view = stored_view(&db, &env_id, &node.node_id).await;
+    let report = view.pipelines.first().expect("the heartbeats were written");
+    assert_eq!(report.events_in, 30, "{view:?}");
 }
 
 /// The server binary on `db` with the bootstrap enrollment token and `extra`, and one node
