@@ -1,4 +1,5 @@
-//! Whole-fleet reads come packed into one JSON value by the database (`Db::packed_rows`).
+//! Whole-fleet reads come packed into one JSON value by SQLite, as plain rows from
+//! PostgreSQL (`Db::bulk_rows`).
 //! They must return exactly what a row-by-row read returns, for any text an agent can send
 //! and any counter it can report, on SQLite and on PostgreSQL.
 
@@ -79,6 +80,19 @@ async fn insert_status(db: &Db, node_id: &str, text: &str, big: i64) {
 async fn packed_reads_match_row_by_row_reads(db: Db) {
     let env = fleet::ensure_environment(&db, "packed", T0).await.unwrap();
     let empty = fleet::ensure_environment(&db, "empty", T0).await.unwrap();
+    // Reports are read as those of the environment's pipelines.
+    for id in ["p-1", "p-2"] {
+        sqlx::query(
+            "INSERT INTO pipelines (id, environment_id, name, created_at, updated_at)
+             VALUES ($1, $2, $1, $3, $3)",
+        )
+        .bind(id)
+        .bind(&env.id)
+        .bind(T0)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
     for (i, text) in AWKWARD.iter().enumerate() {
         let id = insert_node(&db, &env.id, i, text).await;
         insert_status(&db, &id, text, i64::MAX - i as i64).await;

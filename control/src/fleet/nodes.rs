@@ -5,12 +5,13 @@ use serde_json::json;
 use super::environments::Environment;
 use super::labels::{self, parse_labels, Labels};
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
+use crate::db::BulkRow;
 use crate::ids::new_id;
 use crate::revoke::{self, Revocable};
 use crate::{ControlError, Db, Result};
 use vf_rules::{derive_status, NodeRef, NodeStatus};
 
-/// A node as stored. Its fields are [`NODE_COLUMNS`] in order (a packed read decodes them
+/// A node as stored. Its fields are [`NODE_COLUMNS`] in order (a SQLite bulk read decodes them
 /// by position).
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
 pub struct NodeRow {
@@ -183,7 +184,7 @@ pub struct NodeView {
 }
 
 /// An environment's live nodes by name (then id, compared as bytes on both databases), with
-/// contacts not written yet applied. One packed read ([`Db::packed_rows`]): this is the
+/// contacts not written yet applied. One bulk read ([`Db::bulk_rows`]): this is the
 /// whole fleet for every view.
 pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
     let mut nodes: Vec<NodeRow> = live_nodes(db, NODE_COLUMNS, environment_id).await?;
@@ -192,35 +193,49 @@ pub async fn list_nodes(db: &Db, environment_id: &str) -> Result<Vec<NodeRow>> {
     Ok(nodes)
 }
 
-/// `columns` of an environment's live (unrevoked) nodes, in one packed read, in no set order.
-async fn live_nodes<T: serde::de::DeserializeOwned>(
-    db: &Db,
-    columns: &str,
-    environment_id: &str,
-) -> Result<Vec<T>> {
+/// `columns` of an environment's live (unrevoked) nodes, in one bulk read, in no set order.
+async fn live_nodes<T: BulkRow>(db: &Db, columns: &str, environment_id: &str) -> Result<Vec<T>> {
     let select =
         format!("SELECT {columns} FROM nodes WHERE environment_id = $1 AND revoked_at IS NULL");
-    db.packed_rows(columns, &select, environment_id).await
+    db.bulk_rows(columns, &select, environment_id).await
 }
 
-/// `columns` (comma-separated) of the reports of an environment's nodes, in one packed
-/// read, in no set order.
-async fn environment_reports<T: serde::de::DeserializeOwned>(
+/// `columns` (comma-separated) of the reports of an environment's nodes, in one bulk read,
+/// in no set order: the reports of the environment's pipelines, which are exactly those (a
+/// heartbeat's reports of other pipelines are ignored, OpAMP reports what it was offered, and
+/// nodes and pipelines never change environment). Filtering by pipeline needs no join with
+/// the 100,000 rows of `nodes`.
+async fn environment_reports<T: BulkRow>(
     db: &Db,
     columns: &str,
     environment_id: &str,
 ) -> Result<Vec<T>> {
     db.heartbeats.settled().await;
-    let prefixed: Vec<String> = columns
-        .split(',')
-        .map(|c| format!("s.{}", c.trim()))
-        .collect();
     let select = format!(
-        "SELECT {} FROM node_pipeline_status s JOIN nodes n ON n.id = s.node_id
-         WHERE n.environment_id = $1",
-        prefixed.join(", ")
+        "SELECT {columns} FROM node_pipeline_status
+         WHERE pipeline_id IN (SELECT id FROM pipelines WHERE environment_id = $1)"
     );
-    db.packed_rows(columns, &select, environment_id).await
+    db.bulk_rows(columns, &select, environment_id).await
+}
+
+/// Starts `read(db, environment_id)` on a task of its own. A whole-fleet read spends most
+/// of its time decoding rows on the thread that polls it, and one task polls everything it
+/// joins on one thread: the second read of a view goes here so the two decode on two.
+fn on_own_task<T, F>(
+    db: &Db,
+    environment_id: &str,
+    read: impl FnOnce(Db, String) -> F,
+) -> tokio::task::JoinHandle<Result<T>>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+{
+    tokio::spawn(read(db.clone(), environment_id.to_string()))
+}
+
+/// The result of a read started by [`on_own_task`].
+async fn joined<T>(task: tokio::task::JoinHandle<Result<T>>) -> Result<T> {
+    task.await.map_err(|e| ControlError::Internal(e.into()))?
 }
 
 /// The labels selection uses, from the two stored JSON columns: what the agent reports,
@@ -261,9 +276,11 @@ pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
 
 /// The fleet view of an environment: nodes with labels, derived status and pipeline reports.
 pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeView>> {
+    let statuses = on_own_task(db, environment_id, |db, env| async move {
+        environment_reports::<PipelineStatusRow>(&db, STATUS_COLUMNS, &env).await
+    });
     let nodes = list_nodes(db, environment_id).await?;
-    let mut statuses: Vec<PipelineStatusRow> =
-        environment_reports(db, STATUS_COLUMNS, environment_id).await?;
+    let mut statuses = joined(statuses).await?;
     statuses.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
     let mut by_node: std::collections::HashMap<String, Vec<PipelineStatusRow>> =
         std::collections::HashMap::new();
@@ -313,7 +330,7 @@ pub struct Report {
 }
 
 /// The columns of a node a pipeline view reads, in order.
-#[derive(serde::Deserialize)]
+#[derive(sqlx::FromRow, serde::Deserialize)]
 struct BriefRow {
     id: String,
     name: String,
@@ -325,7 +342,7 @@ struct BriefRow {
 }
 
 /// The columns of a report a pipeline view reads, in order.
-#[derive(serde::Deserialize)]
+#[derive(sqlx::FromRow, serde::Deserialize)]
 struct BriefReport {
     node_id: String,
     pipeline_id: String,
@@ -345,7 +362,7 @@ struct Reported<'a> {
 }
 
 /// The environment's live nodes as the views of `pipeline_id` show them, by name (as
-/// [`list_nodes`]): [`fleet`] without what only the fleet page shows, in two packed reads of
+/// [`list_nodes`]): [`fleet`] without what only the fleet page shows, in two bulk reads of
 /// seven columns. Each distinct pair of label columns is parsed once and the merged labels
 /// shared (fleets repeat a few label sets across many nodes, and a parsed map costs far
 /// more memory than its text).
@@ -358,19 +375,22 @@ pub async fn pipeline_nodes(
     use std::collections::HashMap;
     use std::sync::Arc;
     // Two statements, read side by side: nodes, and the reports of the environment's nodes.
-    let (mut rows, reports): (Vec<BriefRow>, Vec<BriefReport>) = tokio::try_join!(
-        live_nodes(
-            db,
-            "id, name, reported_labels, operator_labels, poll_interval_ms, last_seen_at, \
-             disconnected_at",
-            environment_id,
-        ),
-        environment_reports(
-            db,
+    let reports = on_own_task(db, environment_id, |db, env| async move {
+        environment_reports::<BriefReport>(
+            &db,
             "node_id, pipeline_id, updated_at, version, status, events_in, errors_total",
-            environment_id,
-        ),
-    )?;
+            &env,
+        )
+        .await
+    });
+    let mut rows: Vec<BriefRow> = live_nodes(
+        db,
+        "id, name, reported_labels, operator_labels, poll_interval_ms, last_seen_at, \
+         disconnected_at",
+        environment_id,
+    )
+    .await?;
+    let reports = joined(reports).await?;
     rows.sort_unstable_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
     db.last_seen
         .overlay_by(&mut rows, |r| (&r.id, &mut r.last_seen_at));

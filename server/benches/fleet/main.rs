@@ -1,7 +1,7 @@
 //! `make bench`: the fleet-scale figures of docs/benchmarks.md, in one process run, each
 //! against baselines measured in the same run (a bare axum handler and the server's own
 //! `/healthz`), because the machine is shared and noisy. Every timed load is run three
-//! times and the median is reported. Speed targets live in docs/benchmarks.md, never in
+//! times and the median is reported, and so is every pipeline view (three calls). Speed targets live in docs/benchmarks.md, never in
 //! tests.
 //!
 //! Knobs (environment): `BENCH_NODES` (10000), `BENCH_BIG_NODES` (100000), `BENCH_SECS`
@@ -83,7 +83,8 @@ impl Knobs {
     fn describe(&self) -> String {
         format!(
             "{} nodes for the poll rows, {} for the fleet-size rows; {} s per run, 3 runs, \
-             median; {} keep-alive connections; {} releases due at once",
+             median; pipeline views: median of 3 calls; {} keep-alive connections; {} \
+             releases due at once",
             self.nodes, self.big_nodes, self.secs, self.connections, self.due_releases
         )
     }

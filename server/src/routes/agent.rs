@@ -120,4 +120,3 @@ async fn heartbeat_post(
     heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
     Ok(Json(HeartbeatAck { ok: true }).into_response())
 }
-

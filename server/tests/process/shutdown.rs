@@ -155,7 +155,11 @@ async fn a_graceful_shutdown_writes_the_heartbeats_answered_but_not_yet_written(
             .send()
             .await
             .expect("heartbeat");
-        assert_eq!(resp.status(), StatusCode::OK, "answered while the writer waits");
+        assert_eq!(
+            resp.status(),
+            StatusCode::OK,
+            "answered while the writer waits"
+        );
     }
 
     server.terminate();
