@@ -338,12 +338,22 @@ pub async fn bare_axum() -> SocketAddr {
 
 /// This process's resident memory (`VmRSS`).
 pub fn rss_bytes() -> u64 {
+    status_kb("VmRSS:") * 1024
+}
+
+/// The part of [`rss_bytes`] that maps files (SQLite readers map the database file: page
+/// cache, shared and reclaimable).
+pub fn rss_file_bytes() -> u64 {
+    status_kb("RssFile:") * 1024
+}
+
+fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
-        .map_or(0, |kb| kb * 1024)
+        .unwrap_or(0)
 }

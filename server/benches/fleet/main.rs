@@ -56,15 +56,20 @@ async fn main() {
 
     let only = std::env::var("BENCH_ONLY").ok();
     let runs = |part: &str| only.as_deref().is_none_or(|o| o == part);
-    if runs("polls") {
-        polls(&knobs, &mut report).await;
-    }
+    // The 100,000-node fleets first: their memory rows are the process's resident size, and
+    // every server a section starts keeps running to the end of the process.
     if runs("fleet") {
         big_fleet(&knobs, &mut report, "SQLite", TestDb::sqlite()).await;
         if std::env::var("VF_TEST_POSTGRES_URL").is_ok() {
             big_fleet(&knobs, &mut report, "PostgreSQL", TestDb::postgres().await).await;
         } else {
             report.note("PostgreSQL rows skipped: VF_TEST_POSTGRES_URL is not set.");
+        }
+    }
+    if runs("polls") {
+        polls(&knobs, &mut report, "SQLite", TestDb::sqlite()).await;
+        if std::env::var("VF_TEST_POSTGRES_URL").is_ok() {
+            polls(&knobs, &mut report, "PostgreSQL", TestDb::postgres().await).await;
         }
     }
     if runs("scheduler") {
@@ -122,9 +127,9 @@ async fn measure(
 
 /// The config poll at `BENCH_NODES` nodes with a release in flight, against a bare axum
 /// handler and the server's `/healthz`.
-async fn polls(knobs: &Knobs, report: &mut Report) {
+async fn polls(knobs: &Knobs, report: &mut Report, database: &str, db: TestDb) {
     let bare = fleet::bare_axum().await;
-    let fleet = Fleet::start(TestDb::sqlite(), knobs.nodes).await;
+    let fleet = Fleet::start(db, knobs.nodes).await;
     fleet.release(Stage::Percent(10)).await;
 
     let bare_run = measure(knobs, bare, vec![get("/", "")], 200).await;
@@ -160,7 +165,7 @@ async fn polls(knobs: &Knobs, report: &mut Report) {
     let poll_post = measure(knobs, fleet.addr, posts, 200).await;
 
     let section = format!(
-        "Config polls, {} nodes, a release in flight (10 % stage), SQLite",
+        "Config polls, {} nodes, a release in flight (10 % stage), {database}",
         knobs.nodes
     );
     for (name, r) in [
@@ -227,15 +232,21 @@ async fn big_fleet(knobs: &Knobs, report: &mut Report, database: &str, db: TestD
     report.row(
         &section,
         Row::memory(
-            "bench process RSS (server, database cache, load client), right after the page",
+            "bench process RSS (this server, database cache, load client, and the servers \
+             of earlier sections), right after the page",
             fleet::rss_bytes(),
+            fleet::rss_file_bytes(),
         ),
     );
     // The allocator hands freed memory back within about a second (.cargo/config.toml).
     tokio::time::sleep(Duration::from_secs(3)).await;
     report.row(
         &section,
-        Row::memory("the same, 3 s later (idle)", fleet::rss_bytes()),
+        Row::memory(
+            "the same, 3 s later (idle)",
+            fleet::rss_bytes(),
+            fleet::rss_file_bytes(),
+        ),
     );
 }
 

@@ -48,10 +48,16 @@ impl Row {
         }
     }
 
-    pub fn memory(name: &str, bytes: u64) -> Row {
+    /// Resident memory, and the part of it that maps files.
+    pub fn memory(name: &str, bytes: u64, file_bytes: u64) -> Row {
+        let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
         Row {
             name: name.to_string(),
-            figure: format!("{:.0} MB", bytes as f64 / (1024.0 * 1024.0)),
+            figure: format!(
+                "{:.0} MB ({:.0} MB of it mapped files)",
+                mb(bytes),
+                mb(file_bytes)
+            ),
             ratio: String::new(),
             latency: String::new(),
         }
