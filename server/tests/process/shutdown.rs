@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use vf_control::fleet;
+use vf_control::pipelines::PipelineRow;
 use vf_control::testing::TestDb;
 use vf_protocol::{EnrollRequest, EnrollResponse};
 
@@ -23,10 +24,7 @@ const IO_WITHIN: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn a_request_in_flight_when_sigterm_arrives_completes_before_the_server_exits() {
     let db = TestDb::sqlite();
-    let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
-    let pipeline = fixture.pipeline_on_v1("logs").await;
-    let env_id = fixture.env_id.clone();
-    fixture.close().await;
+    let (pipeline, env_id) = logs_on_v1(&db).await;
     let (mut server, node) = start_and_enroll(&db, ("VF_SCHEDULER_INTERVAL_MS", "1000")).await;
 
     // The heartbeat's headers, with `Expect: 100-continue`: the server answers
@@ -58,13 +56,7 @@ async fn a_request_in_flight_when_sigterm_arrives_completes_before_the_server_ex
     );
     write(&mut conn, head.as_bytes()).await;
 
-    server.terminate();
-    server
-        .wait_for_log(
-            "shutdown signal received; finishing in-flight requests",
-            IO_WITHIN,
-        )
-        .await;
+    sigterm(&mut server).await;
     // Draining: the listener is closed, while the request above is still open.
     wait_until_refused(&server).await;
 
@@ -131,10 +123,7 @@ async fn a_graceful_shutdown_writes_the_last_seen_times_still_pending() {
 #[tokio::test]
 async fn a_graceful_shutdown_writes_the_heartbeats_answered_but_not_yet_written() {
     let db = TestDb::sqlite();
-    let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
-    let pipeline = fixture.pipeline_on_v1("logs").await;
-    let env_id = fixture.env_id.clone();
-    fixture.close().await;
+    let (pipeline, env_id) = logs_on_v1(&db).await;
     let (mut server, node) = start_and_enroll(&db, ("VF_LAST_SEEN_FLUSH_MS", "0")).await;
 
     let mut holder = SqliteConnection::connect(&db.url).await.expect("connect");
@@ -162,13 +151,7 @@ async fn a_graceful_shutdown_writes_the_heartbeats_answered_but_not_yet_written(
         );
     }
 
-    server.terminate();
-    server
-        .wait_for_log(
-            "shutdown signal received; finishing in-flight requests",
-            IO_WITHIN,
-        )
-        .await;
+    sigterm(&mut server).await;
     // The server has stopped serving and waits for its writer, which waits for the lock.
     tokio::time::sleep(Duration::from_millis(300)).await;
     sqlx::query("ROLLBACK")
@@ -181,6 +164,27 @@ async fn a_graceful_shutdown_writes_the_heartbeats_answered_but_not_yet_written(
     let view = stored_view(&db, &env_id, &node.node_id).await;
     let report = view.pipelines.first().expect("the heartbeats were written");
     assert_eq!(report.events_in, 30, "{view:?}");
+}
+
+/// Sends SIGTERM and returns once the server says it is draining.
+async fn sigterm(server: &mut ServerProcess) {
+    server.terminate();
+    server
+        .wait_for_log(
+            "shutdown signal received; finishing in-flight requests",
+            IO_WITHIN,
+        )
+        .await;
+}
+
+/// A pipeline "logs" with v1 deployed, written before the server starts, and its
+/// environment's id.
+async fn logs_on_v1(db: &TestDb) -> (PipelineRow, String) {
+    let fixture = Fixture::open(&db.url, wall_clock_ms()).await;
+    let pipeline = fixture.pipeline_on_v1("logs").await;
+    let env_id = fixture.env_id.clone();
+    fixture.close().await;
+    (pipeline, env_id)
 }
 
 /// The server binary on `db` with the bootstrap enrollment token and `extra`, and one node
