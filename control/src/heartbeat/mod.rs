@@ -8,8 +8,8 @@ use crate::{ControlError, Db, Result};
 
 mod batch;
 
-pub use batch::HeartbeatQueue;
 use batch::{Checked, Facts};
+pub use batch::{HeartbeatQueue, MAX_PENDING};
 
 /// Longest process status kept; longer values are cut, never refused.
 const MAX_STATUS_LEN: usize = 64;
