@@ -112,10 +112,14 @@ pub struct TransitionFigures {
     pub at_s: f64,
     /// Nodes whose allowed version this transition changed.
     pub moving: usize,
+    /// Until the first answer that served the transition to a moving node (its commit came
+    /// before; 0 when nothing moved).
+    pub visible_after_ms: i64,
     /// Until every node was on the version its stage allows; `None`: some never were
     /// before the next transition (or the end of the run).
     pub all_on_version_ms: Option<i64>,
-    /// Nodes not on it within one poll interval (including `never`).
+    /// Nodes not on it within one poll interval of the transition being visible (including
+    /// `never`).
     pub late: usize,
     pub never: usize,
     /// How long the fleet was watched after it: until the next transition or the run's end.
@@ -319,24 +323,38 @@ fn transition_figures(
         let until = transitions
             .get(i + 1)
             .map_or(window.end_ms, |next| next.at_ms.min(window.end_ms));
+        // Per node: whether this transition moves it, and when it was first on its version.
+        let delays: Vec<(bool, Option<i64>)> = runs
+            .iter()
+            .map(|run| {
+                let expected = t.expect.for_node(&run.node_id);
+                let moving = expected != previous.for_node(&run.node_id);
+                (moving, delay(&run.answers, expected, t.at_ms, until))
+            })
+            .collect();
+        // The server records a transition's time inside its transaction, before the commit
+        // (opening a stage writes its targets first): the first answer that served it to a
+        // moving node bounds the commit from above.
+        let visible_after_ms = delays
+            .iter()
+            .filter_map(|&(moving, ms)| ms.filter(|&ms| moving && ms > 0))
+            .min()
+            .unwrap_or(0);
         let mut figures = TransitionFigures {
             label: t.label.clone(),
             at_s: (t.at_ms - window.start_ms) as f64 / 1000.0,
-            moving: 0,
+            moving: delays.iter().filter(|(moving, _)| *moving).count(),
+            visible_after_ms,
             all_on_version_ms: Some(0),
             late: 0,
             never: 0,
             observed_ms: until - t.at_ms,
         };
-        for run in runs {
-            let expected = t.expect.for_node(&run.node_id);
-            if expected != previous.for_node(&run.node_id) {
-                figures.moving += 1;
-            }
-            match delay(&run.answers, expected, t.at_ms, until) {
+        for (_, ms) in delays {
+            match ms {
                 Some(ms) => {
                     figures.all_on_version_ms = figures.all_on_version_ms.map(|m| m.max(ms));
-                    if ms > window.interval_ms {
+                    if ms > visible_after_ms + window.interval_ms {
                         figures.late += 1;
                     }
                 }
@@ -428,10 +446,57 @@ mod tests {
 
     #[test]
     fn a_node_kept_on_the_previous_version_past_one_interval_is_late() {
-        let runs = [run("a", vec![ok(11_000, 1), ok(16_000, 1), ok(21_000, 2)])];
-        let stage = &figures(&runs).transitions[0];
+        let mut r = release();
+        r.stages[0].node_ids = vec!["a".into(), "b".into()];
+        let runs = [
+            run("a", vec![ok(11_000, 1), ok(16_000, 1), ok(21_000, 2)]),
+            // b shows the stage was visible 1 s after its recorded start.
+            run("b", vec![ok(11_000, 2)]),
+        ];
+        let f = compute(
+            &runs,
+            WINDOW,
+            Served::Version(1),
+            &transitions(&r, None),
+            Some(&r),
+        );
+        let stage = &f.transitions[0];
+        assert_eq!(stage.visible_after_ms, 1_000);
         assert_eq!(stage.all_on_version_ms, Some(11_000));
         assert_eq!(stage.late, 1);
+    }
+
+    /// The transition's recorded time comes before its commit: a node that polled in
+    /// between got the previous version, rightly, and is back one interval later.
+    #[test]
+    fn one_interval_counts_from_the_first_answer_that_served_the_transition() {
+        let stage_one = |c_second: i64| {
+            let mut r = release();
+            r.stages[0].node_ids = vec!["a".into(), "b".into(), "c".into()];
+            let runs = [
+                run("a", vec![ok(10_080, 2)]),
+                run("b", vec![ok(10_050, 1), ok(15_060, 2)]),
+                run("c", vec![ok(10_100, 1), ok(c_second, 2)]),
+            ];
+            compute(
+                &runs,
+                WINDOW,
+                Served::Version(1),
+                &transitions(&r, None),
+                Some(&r),
+            )
+            .transitions[0]
+                .clone()
+        };
+        let on_time = stage_one(15_080);
+        assert_eq!(on_time.visible_after_ms, 80);
+        assert_eq!(on_time.all_on_version_ms, Some(5_080));
+        assert_eq!((on_time.moving, on_time.late), (3, 0));
+        assert_eq!(
+            stage_one(15_081).late,
+            1,
+            "c: one interval and 1 ms after visible"
+        );
     }
 
     #[test]

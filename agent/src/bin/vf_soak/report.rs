@@ -87,15 +87,16 @@ pub fn markdown(report: &Report) -> String {
     if !f.transitions.is_empty() {
         let _ = writeln!(
             out,
-            "\n| Transition | At | Nodes moving | All on their version after | Late (> 1 interval) | Never |\n|---|---|---|---|---|---|"
+            "\n| Transition | At | Nodes moving | Visible after | All on their version after | Late (> 1 interval after visible) | Never |\n|---|---|---|---|---|---|---|"
         );
         for t in &f.transitions {
             let _ = writeln!(
                 out,
-                "| {} | {:.1} s | {} | {} | {} | {} |",
+                "| {} | {:.1} s | {} | {} | {} | {} | {} |",
                 t.label,
                 t.at_s,
                 t.moving,
+                secs(t.visible_after_ms),
                 t.all_on_version_ms.map_or(
                     format!("not within the {} watched", secs(t.observed_ms)),
                     secs
