@@ -182,14 +182,16 @@ impl Db {
 
     /// The rows of `select` (a query whose result columns are `columns`, with `$1` bound to
     /// `arg`), read the way each database reads many rows fastest; they come in no set order.
-    /// For reads of a whole fleet; read on [`Db::read`]. `T`'s fields are `columns` in order.
+    /// For reads of a whole fleet. `T`'s fields are `columns` in order.
     ///
-    /// - SQLite packs them into one JSON array of arrays (`json_group_array`), each inner
-    ///   array decoded by position into a `T`: row by row through sqlx's SQLite worker costs
-    ///   about a microsecond a value; packed, 100,000 node rows read in a tenth of the time.
-    /// - PostgreSQL sends plain rows, decoded by the native driver: there packing costs more
-    ///   than it saves (100,000 reports read in 160 ms through `json_agg`, 100 ms as rows
-    ///   through the `Any` driver, 65 ms through the native one).
+    /// - SQLite (on [`Db::read`]) packs them into one JSON array of arrays
+    ///   (`json_group_array`), each inner array decoded by position into a `T`: row by row
+    ///   through sqlx's SQLite worker costs about a microsecond a value; packed, 100,000
+    ///   node rows read in a tenth of the time.
+    /// - PostgreSQL (on its own two connections) sends plain rows, decoded by the native
+    ///   driver: there packing costs more than it saves (100,000 reports read in 160 ms
+    ///   through `json_agg`, 100 ms as rows through the `Any` driver, 65 ms through the
+    ///   native one).
     pub(crate) async fn bulk_rows<T: BulkRow>(
         &self,
         columns: &str,

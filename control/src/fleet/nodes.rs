@@ -218,22 +218,19 @@ async fn environment_reports<T: BulkRow>(
     db.bulk_rows(columns, &select, environment_id).await
 }
 
-/// Starts `read(db, environment_id)` on a task of its own. A whole-fleet read spends most
-/// of its time decoding rows on the thread that polls it, and one task polls everything it
-/// joins on one thread: the second read of a view goes here so the two decode on two.
-fn on_own_task<T, F>(
+/// [`environment_reports`] started on a task of its own. A whole-fleet read spends most of
+/// its time decoding rows on the thread that polls it, and one task polls everything it
+/// joins on one thread: a view reads its nodes meanwhile, so the two decode on two threads.
+fn environment_reports_beside<T: BulkRow + 'static>(
     db: &Db,
+    columns: &'static str,
     environment_id: &str,
-    read: impl FnOnce(Db, String) -> F,
-) -> tokio::task::JoinHandle<Result<T>>
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = Result<T>> + Send + 'static,
-{
-    tokio::spawn(read(db.clone(), environment_id.to_string()))
+) -> tokio::task::JoinHandle<Result<Vec<T>>> {
+    let (db, environment_id) = (db.clone(), environment_id.to_string());
+    tokio::spawn(async move { environment_reports(&db, columns, &environment_id).await })
 }
 
-/// The result of a read started by [`on_own_task`].
+/// The result of a read started by [`environment_reports_beside`].
 async fn joined<T>(task: tokio::task::JoinHandle<Result<T>>) -> Result<T> {
     task.await.map_err(|e| ControlError::Internal(e.into()))?
 }
@@ -276,9 +273,8 @@ pub async fn get_node(db: &Db, id: &str) -> Result<NodeRow> {
 
 /// The fleet view of an environment: nodes with labels, derived status and pipeline reports.
 pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeView>> {
-    let statuses = on_own_task(db, environment_id, |db, env| async move {
-        environment_reports::<PipelineStatusRow>(&db, STATUS_COLUMNS, &env).await
-    });
+    let statuses =
+        environment_reports_beside::<PipelineStatusRow>(db, STATUS_COLUMNS, environment_id);
     let nodes = list_nodes(db, environment_id).await?;
     let mut statuses = joined(statuses).await?;
     statuses.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
@@ -375,14 +371,11 @@ pub async fn pipeline_nodes(
     use std::collections::HashMap;
     use std::sync::Arc;
     // Two statements, read side by side: nodes, and the reports of the environment's nodes.
-    let reports = on_own_task(db, environment_id, |db, env| async move {
-        environment_reports::<BriefReport>(
-            &db,
-            "node_id, pipeline_id, updated_at, version, status, events_in, errors_total",
-            &env,
-        )
-        .await
-    });
+    let reports = environment_reports_beside::<BriefReport>(
+        db,
+        "node_id, pipeline_id, updated_at, version, status, events_in, errors_total",
+        environment_id,
+    );
     let mut rows: Vec<BriefRow> = live_nodes(
         db,
         "id, name, reported_labels, operator_labels, poll_interval_ms, last_seen_at, \

@@ -251,9 +251,8 @@ impl Fleet {
     }
 }
 
-/// Sends `request` as the admin and reads the whole answer, which must be 200: how long
-/// that took and how many bytes came back.
-/// Three requests one after another: the median time, and the size of the last answer.
+/// Sends the request three times, one after another, as the admin, reading each whole
+/// answer (which must be 200): the median time, and how many bytes the last one brought.
 async fn timed(request: impl Fn() -> reqwest::RequestBuilder) -> (Duration, usize) {
     let mut times = Vec::new();
     let mut size = 0;

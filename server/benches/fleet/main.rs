@@ -1,8 +1,8 @@
 //! `make bench`: the fleet-scale figures of docs/benchmarks.md, in one process run, each
 //! against baselines measured in the same run (a bare axum handler and the server's own
 //! `/healthz`), because the machine is shared and noisy. Every timed load is run three
-//! times and the median is reported, and so is every pipeline view (three calls). Speed targets live in docs/benchmarks.md, never in
-//! tests.
+//! times and the median is reported, and so is every pipeline view (three calls). Speed
+//! targets live in docs/benchmarks.md, never in tests.
 //!
 //! Knobs (environment): `BENCH_NODES` (10000), `BENCH_BIG_NODES` (100000), `BENCH_SECS`
 //! per run (5), `BENCH_CONNECTIONS` (32), `BENCH_DUE_RELEASES` (1000), `BENCH_OUT`
