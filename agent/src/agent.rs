@@ -1,9 +1,16 @@
-//! The agent: enroll (or reload identity), then `poll_once` = report + fetch + apply. The
-//! `run` loop only sleeps, backs off and stops on shutdown, so tests drive `poll_once` directly.
+//! The agent: enroll (or reload identity), then `poll_once` = report + fetch + apply, and
+//! `supervise` = restart or revert failed pipeline processes. The `run` loop only sleeps
+//! (supervising when a process ends or a restart falls due), backs off and stops on shutdown,
+//! so tests drive `poll_once` and `supervise` directly.
 
-use std::{collections::BTreeMap, future::Future, time::Duration};
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    time::{Duration, Instant},
+};
 
-use vf_protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineConfig, PipelineReport};
+use futures::future::{select_all, FutureExt};
+use vf_protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineReport};
 
 use crate::{
     backoff::Backoff,
@@ -11,11 +18,13 @@ use crate::{
     error::{AgentError, Result},
     files::{PipelineFiles, PipelineId},
     identity::Identity,
+    last_good::LastGoodConfigs,
     options::AgentOptions,
     reconcile,
-    runner::{RunMode, Runner},
+    runner::RunMode,
     sim_counters::SimSettings,
-    status::{PipelineStatus, RunningPipeline},
+    slot::{Rejection, Slot, Supervisor},
+    status::RunningPipeline,
 };
 
 /// Poll interval before the server has told us one.
@@ -44,48 +53,6 @@ pub struct ApplySummary {
     pub stopped: Vec<String>,
 }
 
-/// A served config that was refused; the previously applied version (if any) keeps running.
-#[derive(Debug)]
-struct Rejection {
-    config: PipelineConfig,
-    message: String,
-}
-
-#[derive(Debug, Default)]
-struct Slot {
-    runner: Option<Runner>,
-    rejection: Option<Rejection>,
-}
-
-impl Slot {
-    fn report(&self) -> Option<PipelineReport> {
-        if let Some(rejection) = &self.rejection {
-            return Some(PipelineReport {
-                pipeline_id: rejection.config.pipeline_id.clone(),
-                version: rejection.config.version,
-                status: PipelineStatus::Crashed.as_str().to_string(),
-                config_checksum: Some(rejection.config.checksum.clone()),
-                recent_logs: Some(vec![rejection.message.clone()]),
-                ..PipelineReport::default()
-            });
-        }
-        self.runner.as_ref().map(Runner::report)
-    }
-
-    fn view(&self) -> Option<RunningPipeline> {
-        if let Some(Rejection { config, .. }) = &self.rejection {
-            return Some(RunningPipeline {
-                pipeline_id: config.pipeline_id.clone(),
-                pipeline_name: config.pipeline_name.clone(),
-                version: config.version,
-                checksum: config.checksum.clone(),
-                status: PipelineStatus::Crashed,
-            });
-        }
-        self.runner.as_ref().map(Runner::view)
-    }
-}
-
 /// One enrolled node.
 #[derive(Debug)]
 pub struct Agent {
@@ -95,6 +62,7 @@ pub struct Agent {
     files: PipelineFiles,
     mode: RunMode,
     slots: BTreeMap<String, Slot>,
+    last_good: LastGoodConfigs,
     /// STOPPED reports not yet delivered.
     departed: Vec<PipelineReport>,
     etag: Option<String>,
@@ -125,6 +93,7 @@ impl Agent {
         tracing::info!(node_id = %identity.node_id, hostname = %options.hostname, "agent ready");
         Ok(Agent {
             files: PipelineFiles::new(&options.data_dir),
+            last_good: LastGoodConfigs::load(&options.data_dir).await?,
             options,
             identity,
             client,
@@ -180,7 +149,7 @@ impl Agent {
         timeout: Duration,
     ) -> Option<RunningPipeline> {
         let slot = self.slots.get(pipeline_id)?;
-        let runner = slot.runner.as_ref()?;
+        let runner = slot.runner()?;
         tokio::time::timeout(timeout, runner.wait_exit())
             .await
             .ok()?;
@@ -219,14 +188,87 @@ impl Agent {
     /// Stops every pipeline process (files stay, so a restart can be inspected).
     pub async fn stop_all(&mut self) {
         for (_, slot) in std::mem::take(&mut self.slots) {
-            if let Some(runner) = slot.runner {
+            if let Some(runner) = slot.into_runner() {
                 runner.stop(STOP_GRACE).await;
+            }
+        }
+    }
+
+    /// One supervision step at `now` (only when running a command): restarts a failed pipeline
+    /// process once its restart is due, records a version whose process stayed up long enough
+    /// as the pipeline's last good config, and after repeated failures of a new version goes
+    /// back to that config (or, with none, leaves the pipeline CRASHED). `run` calls it
+    /// whenever a process ends or something falls due.
+    pub async fn supervise(&mut self, now: Instant) {
+        if !matches!(self.mode, RunMode::Command(_)) {
+            return;
+        }
+        let mut supervisor = Supervisor {
+            mode: &self.mode,
+            files: &self.files,
+            policy: &self.options.crash_policy,
+            last_good: &mut self.last_good,
+            stop_grace: STOP_GRACE,
+        };
+        for (id, slot) in &mut self.slots {
+            if let Ok(id) = PipelineId::parse(id) {
+                slot.supervise(&id, &mut supervisor, now).await;
+            }
+        }
+    }
+
+    /// When `supervise` next has work that no process exit will announce.
+    fn next_supervision(&self) -> Option<Instant> {
+        if !matches!(self.mode, RunMode::Command(_)) {
+            return None;
+        }
+        let policy = &self.options.crash_policy;
+        self.slots
+            .values()
+            .filter_map(|slot| slot.next_due(policy, &self.last_good))
+            .min()
+    }
+
+    /// Resolves when any live pipeline process ends; never when none is alive.
+    async fn any_exit(&self) {
+        let exits: Vec<_> = self
+            .slots
+            .values()
+            .filter_map(Slot::alive_runner)
+            .map(|runner| runner.wait_exit().boxed())
+            .collect();
+        if exits.is_empty() {
+            std::future::pending::<()>().await;
+        } else {
+            select_all(exits).await;
+        }
+    }
+
+    /// Sleeps until `until`, supervising pipelines whenever a process ends or a restart or
+    /// health check falls due. Returns false when `shutdown` resolved.
+    async fn supervise_until(
+        &mut self,
+        until: Instant,
+        mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> bool {
+        loop {
+            let now = Instant::now();
+            self.supervise(now).await;
+            if now >= until {
+                return true;
+            }
+            let wake = self.next_supervision().map_or(until, |due| due.min(until));
+            tokio::select! {
+                () = &mut shutdown => return false,
+                () = tokio::time::sleep_until(wake.into()) => {}
+                () = self.any_exit() => {}
             }
         }
     }
 
     /// Polls until `shutdown` resolves, then stops all pipelines. Errors never end the loop:
     /// a revoked token retries slowly, 429/503 honour `Retry-After`, the rest back off.
+    /// Between polls it supervises the pipeline processes (`supervise`).
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::default();
@@ -250,9 +292,11 @@ impl Agent {
                     delay
                 }
             };
-            tokio::select! {
-                () = &mut shutdown => break,
-                () = tokio::time::sleep(delay) => {}
+            if !self
+                .supervise_until(Instant::now() + delay, shutdown.as_mut())
+                .await
+            {
+                break;
             }
         }
         tracing::info!(node_id = %self.node_id(), "shutting down; stopping pipelines");
@@ -262,9 +306,7 @@ impl Agent {
     fn heartbeat(&mut self) -> Heartbeat {
         let mut pipelines = self.departed.clone();
         for slot in self.slots.values_mut() {
-            if let Some(runner) = &mut slot.runner {
-                runner.on_heartbeat();
-            }
+            slot.on_heartbeat();
             pipelines.extend(slot.report());
         }
         Heartbeat {
@@ -280,7 +322,7 @@ impl Agent {
         let current = self
             .slots
             .iter()
-            .map(|(id, slot)| (id.clone(), slot.runner.as_ref().map(Runner::applied)))
+            .map(|(id, slot)| (id.clone(), slot.current()))
             .collect();
         let plan = reconcile::plan(&current, &config.pipelines);
         let mut summary = ApplySummary::default();
@@ -290,16 +332,19 @@ impl Agent {
         }
         for (id, served) in plan.start {
             let slot = self.slots.entry(served.pipeline_id.clone()).or_default();
-            if let Some(old) = slot.runner.take() {
-                old.stop(STOP_GRACE).await;
-            }
-            slot.rejection = None;
-            slot.runner = Some(Runner::start(&self.mode, &self.files, &id, served).await);
+            slot.start(&self.mode, &self.files, &id, served, STOP_GRACE)
+                .await;
             summary.started.push(id.to_string());
         }
         for id in plan.keep {
             if let Some(slot) = self.slots.get_mut(&id) {
-                slot.rejection = None;
+                slot.keep();
+            }
+            summary.kept.push(id);
+        }
+        for id in plan.hold {
+            if let Some(slot) = self.slots.get_mut(&id) {
+                slot.hold();
             }
             summary.kept.push(id);
         }
@@ -307,7 +352,7 @@ impl Agent {
             tracing::error!(pipeline_id = %served.pipeline_id, version = served.version, "{message}");
             summary.rejected.push(served.pipeline_id.clone());
             let slot = self.slots.entry(served.pipeline_id.clone()).or_default();
-            slot.rejection = Some(Rejection {
+            slot.reject(Rejection {
                 config: served,
                 message,
             });
@@ -320,7 +365,7 @@ impl Agent {
         let Some(slot) = self.slots.remove(id) else {
             return;
         };
-        if let Some(runner) = slot.runner {
+        if let Some(runner) = slot.into_runner() {
             self.departed.push(runner.stop(STOP_GRACE).await);
         }
         if let Ok(id) = PipelineId::parse(id) {
@@ -331,17 +376,27 @@ impl Agent {
         tracing::info!(pipeline_id = %id, "pipeline stopped: no longer served");
     }
 
-    /// Drops config files of pipelines this agent no longer holds (e.g. from before a restart).
-    async fn remove_stale_files(&self) {
+    /// Drops config files of pipelines this agent no longer holds (e.g. from before a restart),
+    /// and the last good configs of pipelines no longer served.
+    async fn remove_stale_files(&mut self) {
         let held: Vec<PipelineId> = self
             .slots
             .iter()
-            .filter(|(_, slot)| slot.runner.is_some())
+            .filter(|(_, slot)| slot.runner().is_some())
             .filter_map(|(id, _)| PipelineId::parse(id).ok())
             .collect();
         let keep: Vec<&PipelineId> = held.iter().collect();
         if let Err(e) = self.files.remove_others(&keep).await {
             tracing::warn!("could not clean the pipelines folder: {e}");
+        }
+        let served: Vec<PipelineId> = self
+            .slots
+            .keys()
+            .filter_map(|id| PipelineId::parse(id).ok())
+            .collect();
+        let keep: Vec<&PipelineId> = served.iter().collect();
+        if let Err(e) = self.last_good.retain(&keep).await {
+            tracing::warn!("could not clean the last good configs: {e}");
         }
     }
 }

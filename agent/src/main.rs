@@ -6,7 +6,8 @@ use std::{collections::BTreeMap, future::Future, path::PathBuf, time::Duration};
 use anyhow::Context;
 use clap::{error::ErrorKind, CommandFactory, Parser, ValueEnum};
 use vf_agent::{
-    template, Agent, AgentError, AgentOptions, SimSettings, SimulationOptions, Simulator,
+    template, Agent, AgentError, AgentOptions, CrashPolicy, SimSettings, SimulationOptions,
+    Simulator,
 };
 
 #[derive(Debug, Parser)]
@@ -40,6 +41,19 @@ struct Cli {
     #[arg(long, env = "VF_AGENT_COMMAND", value_parser = parse_command,
           conflicts_with = "simulate")]
     command: Option<String>,
+    /// Failed exits of a new config version, within --crash-window-secs, after which the agent
+    /// goes back to the pipeline's last healthy config (or, with none, stops it as CRASHED).
+    #[arg(long, env = "VF_AGENT_CRASH_LIMIT", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    crash_limit: u32,
+    /// How far back --crash-limit counts failed exits, in seconds.
+    #[arg(long, env = "VF_AGENT_CRASH_WINDOW_SECS", value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    crash_window_secs: u64,
+    /// Seconds a pipeline process must stay up for its config to become the last healthy one.
+    #[arg(long, env = "VF_AGENT_HEALTHY_AFTER_SECS", value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    healthy_after_secs: u64,
     /// Poll interval override in milliseconds (default: the server's pollIntervalMs).
     #[arg(long, env = "VF_AGENT_POLL_INTERVAL_MS", value_name = "MS",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -199,6 +213,12 @@ async fn main() -> anyhow::Result<()> {
         command: cli.command,
         poll_interval_override: cli.poll_interval_ms.map(Duration::from_millis),
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        crash_policy: CrashPolicy {
+            limit: cli.crash_limit,
+            window: Duration::from_secs(cli.crash_window_secs),
+            healthy_after: Duration::from_secs(cli.healthy_after_secs),
+            ..CrashPolicy::default()
+        },
     };
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -276,6 +296,27 @@ mod tests {
     #[test]
     fn command_and_simulate_cannot_be_combined() {
         assert!(parse(&["--command", "v {config}", "--simulate", "2"]).is_err());
+    }
+
+    #[test]
+    fn crash_settings_default_to_three_exits_in_sixty_seconds_and_ten_seconds_healthy() {
+        let cli = parse(&[]).unwrap();
+        assert_eq!(
+            (
+                cli.crash_limit,
+                cli.crash_window_secs,
+                cli.healthy_after_secs
+            ),
+            (3, 60, 10)
+        );
+        let cli = parse(&["--crash-limit", "5", "--crash-window-secs", "30"]).unwrap();
+        assert_eq!((cli.crash_limit, cli.crash_window_secs), (5, 30));
+    }
+
+    #[test]
+    fn crash_limit_of_zero_is_refused_naming_the_flag() {
+        let error = parse(&["--crash-limit", "0"]).unwrap_err().to_string();
+        assert!(error.contains("--crash-limit"), "{error}");
     }
 
     #[test]

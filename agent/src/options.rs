@@ -2,6 +2,8 @@
 
 use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
 
+use crate::crash::CrashPolicy;
+
 /// Everything `Agent::start` needs.
 #[derive(Clone)]
 pub struct AgentOptions {
@@ -19,6 +21,9 @@ pub struct AgentOptions {
     /// Overrides the server's `pollIntervalMs` (tests, load generation).
     pub poll_interval_override: Option<Duration>,
     pub agent_version: String,
+    /// When a version counts as healthy and how many failed exits make the agent go back to
+    /// the last healthy one; only used with `command`.
+    pub crash_policy: CrashPolicy,
 }
 
 impl Default for AgentOptions {
@@ -32,6 +37,7 @@ impl Default for AgentOptions {
             command: None,
             poll_interval_override: None,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            crash_policy: CrashPolicy::default(),
         }
     }
 }
@@ -48,6 +54,7 @@ impl fmt::Debug for AgentOptions {
             .field("command", &self.command)
             .field("poll_interval_override", &self.poll_interval_override)
             .field("agent_version", &self.agent_version)
+            .field("crash_policy", &self.crash_policy)
             .finish()
     }
 }

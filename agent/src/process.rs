@@ -19,6 +19,9 @@ use tokio::{
 const OUTPUT_LINES: usize = 20;
 /// How long to wait after SIGKILL before giving up on reaping the process.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long an exit waits for the command's last output lines (a child it left behind may hold
+/// the pipes open, so this is bounded).
+const OUTPUT_DRAIN: Duration = Duration::from_millis(200);
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,15 @@ impl Exit {
             Exit::Code(code) => format!("process exited with code {code}"),
             Exit::Signal(signal) => format!("process killed by signal {signal}"),
             Exit::Unknown => "process exited with an unknown status".to_string(),
+        }
+    }
+
+    /// `code 1`, `signal 9`: the exit inside a crash reason.
+    pub fn summary(self) -> String {
+        match self {
+            Exit::Code(code) => format!("code {code}"),
+            Exit::Signal(signal) => format!("signal {signal}"),
+            Exit::Unknown => "unknown status".to_string(),
         }
     }
 }
@@ -105,16 +117,27 @@ impl PipelineProcess {
         command.process_group(0);
         let mut child = command.spawn()?;
         let output = Arc::new(Mutex::new(VecDeque::new()));
+        let mut readers = Vec::new();
         if let Some(stdout) = child.stdout.take() {
-            collect_output(stdout, output.clone(), pipeline_id.to_string());
+            readers.push(collect_output(
+                stdout,
+                output.clone(),
+                pipeline_id.to_string(),
+            ));
         }
         if let Some(stderr) = child.stderr.take() {
-            collect_output(stderr, output.clone(), pipeline_id.to_string());
+            readers.push(collect_output(
+                stderr,
+                output.clone(),
+                pipeline_id.to_string(),
+            ));
         }
         let pid = child.id();
         let (exit_tx, exit) = watch::channel(None);
         tokio::spawn(async move {
             let exit = child.wait().await.map_or(Exit::Unknown, Exit::from_status);
+            // So whoever sees the exit also sees the last line printed before it.
+            let _ = tokio::time::timeout(OUTPUT_DRAIN, futures::future::join_all(readers)).await;
             let _ = exit_tx.send(Some(exit));
         });
         Ok(PipelineProcess {
@@ -137,6 +160,11 @@ impl PipelineProcess {
 
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// When the process was started.
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     /// The last lines the command printed.
@@ -207,7 +235,7 @@ fn collect_output(
     stream: impl AsyncRead + Unpin + Send + 'static,
     output: Arc<Mutex<VecDeque<String>>>,
     pipeline_id: String,
-) {
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -218,7 +246,7 @@ fn collect_output(
             }
             output.push_back(line);
         }
-    });
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -248,5 +276,7 @@ mod tests {
         assert_eq!(Exit::Code(3).describe(), "process exited with code 3");
         assert_eq!(Exit::Signal(9).describe(), "process killed by signal 9");
         assert!(Exit::Code(0).is_success() && !Exit::Code(3).is_success());
+        assert_eq!(Exit::Code(3).summary(), "code 3");
+        assert_eq!(Exit::Signal(9).summary(), "signal 9");
     }
 }

@@ -82,6 +82,36 @@ impl Runner {
         }
     }
 
+    /// The config this runner was started with (a restart starts it again).
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+
+    /// When the pipeline's process started, while it is alive; `None` when no process runs.
+    pub fn alive_since(&self) -> Option<Instant> {
+        match &self.execution {
+            Execution::Process { process, .. } if process.exit().is_none() => {
+                Some(process.started())
+            }
+            _ => None,
+        }
+    }
+
+    /// How the pipeline failed, once its process ended with an error or could not start:
+    /// the exit (`code 1`, or the start error) and the last line the process printed.
+    pub fn failure(&self) -> Option<(String, Option<String>)> {
+        match &self.execution {
+            Execution::Failed(message) => Some((message.clone(), None)),
+            Execution::Process { process, .. } => match process.exit() {
+                Some(exit) if !exit.is_success() => {
+                    Some((exit.summary(), process.recent_output().pop()))
+                }
+                _ => None,
+            },
+            Execution::Recorded | Execution::Simulated(_) => None,
+        }
+    }
+
     pub fn applied(&self) -> Applied {
         Applied {
             version: self.config.version,

@@ -246,6 +246,13 @@ pub struct StageView {
     pub evaluations: Vec<EvaluationView>,
     /// None while baking.
     pub outcome: Option<vf_rules::StageOutcome>,
+    /// The checks of each signal gate during the bake: the last one in full and a short
+    /// series, for the live value and the sparkline.
+    #[serde(default)]
+    pub checks: Vec<vf_rules::GateChecks>,
+    /// Operator actions refused while this stage was current (not gate evidence).
+    #[serde(default)]
+    pub refused: Vec<vf_rules::RefusedAttempt>,
 }
 
 /// A release as the API returns it.

@@ -67,6 +67,9 @@ pub struct Metrics {
     pub agent_requests: Family<RouteLabels, Counter>,
     pub agent_latency: Family<RouteLabels, Histogram>,
     pub gate_results: Family<GateLabels, Counter>,
+    /// Checks of signal gates during bakes, by gate and verdict; `error` means the signal
+    /// could not be read (Prometheus unreachable, a timeout), never a value over a threshold.
+    pub gate_checks: Family<GateLabels, Counter>,
     pub transitions: Family<TransitionLabels, Counter>,
     /// 1 for each pipeline's latest release status; refreshed from the database at scrape.
     pub release_status: Family<ReleaseLabels, Gauge>,
@@ -82,6 +85,13 @@ pub struct Metrics {
     registry: std::sync::Arc<Registry>,
 }
 
+fn gate_labels(result: &vf_rules::GateResult) -> GateLabels {
+    GateLabels {
+        gate: result.gate.clone(),
+        verdict: result.verdict.as_str().to_string(),
+    }
+}
+
 impl Metrics {
     /// The metrics, with the count of capped counter deltas kept by the heartbeat writer
     /// ([`crate::heartbeat::HeartbeatQueue::capped`]).
@@ -92,6 +102,7 @@ impl Metrics {
             Histogram::new([0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5])
         });
         let gate_results = Family::<GateLabels, Counter>::default();
+        let gate_checks = Family::<GateLabels, Counter>::default();
         let transitions = Family::<TransitionLabels, Counter>::default();
         let release_status = Family::<ReleaseLabels, Gauge>::default();
         let sign_ins = Family::<SignInLabels, Counter>::default();
@@ -102,6 +113,11 @@ impl Metrics {
             "gate_results",
             "Gate verdicts recorded on releases, by gate and verdict",
             gate_results.clone(),
+        );
+        registry.register(
+            "gate_checks",
+            "Gate checks during bakes, by gate and verdict (error: the signal could not be read)",
+            gate_checks.clone(),
         );
         registry.register(
             "release_transitions",
@@ -157,6 +173,7 @@ impl Metrics {
             agent_requests,
             agent_latency,
             gate_results,
+            gate_checks,
             transitions,
             release_status,
             registry: std::sync::Arc::new(registry),
@@ -171,17 +188,11 @@ impl Metrics {
     }
 
     pub fn gate_result(&self, result: &vf_rules::GateResult) {
-        let verdict = match result.verdict {
-            vf_rules::Verdict::Pass => "pass",
-            vf_rules::Verdict::Fail => "fail",
-            vf_rules::Verdict::Skipped => "skipped",
-        };
-        self.gate_results
-            .get_or_create(&GateLabels {
-                gate: result.gate.clone(),
-                verdict: verdict.to_string(),
-            })
-            .inc();
+        self.gate_results.get_or_create(&gate_labels(result)).inc();
+    }
+
+    pub fn gate_check(&self, result: &vf_rules::GateResult) {
+        self.gate_checks.get_or_create(&gate_labels(result)).inc();
     }
 
     pub fn transition(&self, action: crate::audit::AuditAction) {

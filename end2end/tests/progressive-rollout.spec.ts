@@ -116,7 +116,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await expect(page.getByTestId('stage-1')).toHaveAttribute('data-state', 'failed');
     await expect(page.getByTestId('stage-2')).toHaveAttribute('data-state', 'not opened');
     await expect(page.getByTestId('failure-reason')).toContainText('errorRate');
-    await expect(page.getByTestId('stage-1').locator('tr[data-gate="errorRate"]')).toHaveAttribute('data-verdict', 'FAIL');
+    await expect(page.getByTestId('stage-1').locator('table.gates tr[data-gate="errorRate"]')).toHaveAttribute('data-verdict', 'FAIL');
 
     // Both agents converge on the reverted version (v3, the config of v1).
     await expect.poll(() => servedConfig(a, pipelineId), { timeout: 30_000 }).toContain('baseline v1');

@@ -10,13 +10,15 @@
 //! - [`plan`]: parsing a rollout plan (and a plan-less canary) from its wire JSON.
 //! - [`select`]: which nodes a stage targets.
 //! - [`fencing`]: which version a node is served while a release is in flight.
-//! - [`gates`]: gate verdicts from already-fetched inputs.
+//! - [`gates`]: gate verdicts from already-fetched inputs, and the no-data policy.
+//! - [`checks`]: checks of the signal gates during a bake, and failure limits.
 //! - [`node`]: a node's status (HEALTHY, DEGRADED, UNREACHABLE, UNKNOWN) from its last contact.
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
 //! - [`release`]: release statuses, operator actions and what happens when a bake ends;
 //!   `release/state.rs` holds the stored release state and the one pure transition.
 
 pub mod access;
+pub mod checks;
 pub mod fencing;
 pub mod gates;
 pub mod node;
@@ -26,22 +28,25 @@ pub mod promql;
 pub mod release;
 pub mod select;
 
+pub use checks::{Check, GateChecks};
 pub use fencing::{served, InFlight, Served, ServedKind};
 pub use gates::{
-    all_passed, custom_promql, error_rate, evaluate, evaluate_stage, promql_queries,
-    throughput_drop, ErrorCounts, GateInputs, GateResult, PromQlOutcome, Verdict,
+    all_passed, applied, crashed, custom_promql, error_rate, evaluate, evaluate_stage, preflight,
+    promql_queries, settle, stage_results, throughput_drop, CanaryNodes, ErrorCounts, GateInputs,
+    GateResult, NodeCrash, NodeErrors, PromQlOutcome, Verdict,
 };
 pub use node::{derive_status, NodeStatus};
 pub use percent::Percent;
 pub use plan::{
-    parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, PlanError, RolloutPlan,
-    Selector, Stage,
+    parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, OnNoData, PlanError,
+    RolloutPlan, Scope, Selector, Stage, Watch,
 };
-pub use promql::parse_promql_response;
+pub use promql::{parse_promql_response, PromQlError};
 pub use release::{
-    allowed_actions, check_action, on_bake_expired, on_manual, open_stage, Action, Decision,
-    DecisionKind, Deploy, GateEvaluation, OpenedStage, Refusal, ReleaseState, ReleaseStatus,
-    StageOutcome, StageState, Step, Transition, TransitionError, Trigger,
+    allowed_actions, check_action, on_bake_expired, on_check_failed, on_manual, open_stage, Action,
+    Decision, DecisionKind, Deploy, GateEvaluation, OpenedStage, Refusal, RefusedAttempt,
+    ReleaseState, ReleaseStatus, StageOutcome, StageState, Step, Transition, TransitionError,
+    Trigger,
 };
 pub use select::{
     cumulative_targets, fleet_admitted, labels_match, percentage_count, percentage_targets,

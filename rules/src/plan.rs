@@ -114,7 +114,8 @@ impl Comparator {
         }
     }
 
-    fn parse(text: &str) -> Option<Comparator> {
+    /// Reads the wire spelling (`lt`, `lte`, `gt`, `gte`).
+    pub fn parse(text: &str) -> Option<Comparator> {
         [
             Comparator::Lt,
             Comparator::Lte,
@@ -136,21 +137,95 @@ impl Comparator {
     }
 }
 
-/// A check read when a stage's bake ends. Bounds hold after parsing: percentages are finite
+/// What a gate does when its signal has no data (or cannot be read) at the bake deadline.
+/// During the bake such checks are inconclusive and never fail the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnNoData {
+    /// Fail closed: the gate fails (today's rule, the default).
+    #[default]
+    Fail,
+    /// Hold the release for an operator with the gate's reason.
+    Hold,
+}
+
+impl OnNoData {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnNoData::Fail => "fail",
+            OnNoData::Hold => "hold",
+        }
+    }
+}
+
+/// Which canary nodes an `errorRate` gate counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Every node any started stage targeted (the default).
+    #[default]
+    Cumulative,
+    /// Only the nodes the current stage added.
+    Stage,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Cumulative => "cumulative",
+            Scope::Stage => "stage",
+        }
+    }
+}
+
+/// How a signal gate is checked while its stage bakes: every `interval_seconds`, failing
+/// after `failure_limit` consecutive failing checks; `on_no_data` settles a gate that has no
+/// number at the deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watch {
+    pub interval_seconds: u32,
+    pub failure_limit: u32,
+    pub on_no_data: OnNoData,
+}
+
+impl Watch {
+    pub const DEFAULT_INTERVAL_SECONDS: u32 = 30;
+    pub const MIN_INTERVAL_SECONDS: u32 = 10;
+    pub const MAX_FAILURE_LIMIT: u32 = 1000;
+
+    pub fn interval_ms(self) -> i64 {
+        i64::from(self.interval_seconds) * 1000
+    }
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch {
+            interval_seconds: Watch::DEFAULT_INTERVAL_SECONDS,
+            failure_limit: 1,
+            on_no_data: OnNoData::Fail,
+        }
+    }
+}
+
+/// A check on a stage. `healthWindow` is read when the bake ends; the signal gates are also
+/// checked during the bake (see [`Watch`]). Bounds hold after parsing: percentages are finite
 /// and within `0..=100`, thresholds finite, queries non-blank.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gate {
     HealthWindow,
     ErrorRate {
         max_percent: f64,
+        scope: Scope,
+        watch: Watch,
     },
     ThroughputDrop {
         max_drop_percent: f64,
+        watch: Watch,
     },
     CustomPromQl {
         query: String,
         comparator: Comparator,
         threshold: f64,
+        watch: Watch,
     },
 }
 
@@ -164,6 +239,28 @@ impl Gate {
             Gate::CustomPromQl { .. } => "customPromQL",
         }
     }
+
+    /// How the gate is checked during the bake; `None` for `healthWindow`.
+    pub fn watch(&self) -> Option<Watch> {
+        match self {
+            Gate::HealthWindow => None,
+            Gate::ErrorRate { watch, .. }
+            | Gate::ThroughputDrop { watch, .. }
+            | Gate::CustomPromQl { watch, .. } => Some(*watch),
+        }
+    }
+
+    /// The threshold the gate compares against, for the live view.
+    pub fn threshold(&self) -> Option<f64> {
+        match self {
+            Gate::HealthWindow => None,
+            Gate::ErrorRate { max_percent, .. } => Some(*max_percent),
+            Gate::ThroughputDrop {
+                max_drop_percent, ..
+            } => Some(*max_drop_percent),
+            Gate::CustomPromQl { threshold, .. } => Some(*threshold),
+        }
+    }
 }
 
 /// One step of a rollout: who joins, how long they bake, what must hold afterwards.
@@ -173,6 +270,8 @@ pub struct Stage {
     pub selector: Selector,
     pub bake: BakeSeconds,
     pub gates: Vec<Gate>,
+    /// Overrides the plan's `minAppliedPercent` for this stage.
+    pub min_applied_percent: Option<f64>,
 }
 
 /// A validated rollout plan. Fields are private so that 1..=20 stages always holds.
@@ -181,7 +280,12 @@ pub struct RolloutPlan {
     stages: Vec<Stage>,
     auto_advance: bool,
     auto_rollback_on_gate_fail: bool,
+    min_applied_percent: f64,
 }
+
+/// The share of a stage's targeted nodes that must report running the canary before the
+/// stage passes, unless the plan or stage says otherwise.
+pub const DEFAULT_MIN_APPLIED_PERCENT: f64 = 100.0;
 
 impl RolloutPlan {
     /// The single-stage plan a plan-less canary runs: bake for the health-check window, pass
@@ -204,9 +308,11 @@ impl RolloutPlan {
                 selector: selector.into(),
                 bake,
                 gates: vec![Gate::HealthWindow],
+                min_applied_percent: None,
             }],
             auto_advance: false,
             auto_rollback_on_gate_fail: false,
+            min_applied_percent: DEFAULT_MIN_APPLIED_PERCENT,
         })
     }
 
@@ -225,6 +331,14 @@ impl RolloutPlan {
 
     pub fn auto_rollback_on_gate_fail(&self) -> bool {
         self.auto_rollback_on_gate_fail
+    }
+
+    /// The share (0..=100) of the targeted nodes that must run the canary before stage
+    /// `index` passes: the stage's own `minAppliedPercent`, else the plan's.
+    pub fn min_applied_percent(&self, index: usize) -> f64 {
+        self.stage(index)
+            .and_then(|s| s.min_applied_percent)
+            .unwrap_or(self.min_applied_percent)
     }
 
     /// Whether any stage needs Prometheus; create refuses such a plan when it is not set up.
@@ -254,6 +368,7 @@ impl RolloutPlan {
             "stages": stages,
             "autoAdvance": self.auto_advance,
             "autoRollbackOnGateFail": self.auto_rollback_on_gate_fail,
+            "minAppliedPercent": self.min_applied_percent,
         })
     }
 
@@ -298,20 +413,34 @@ fn stage_json(stage: &Stage) -> Value {
         Selector::NodeGroup(id) => json!({ "nodeGroup": id }),
     };
     let gates: Vec<Value> = stage.gates.iter().map(gate_json).collect();
-    json!({ "selector": selector, "bakeSeconds": stage.bake.get(), "gates": gates })
+    let mut json = json!({ "selector": selector, "bakeSeconds": stage.bake.get(), "gates": gates });
+    if let Some(min) = stage.min_applied_percent {
+        json["minAppliedPercent"] = min.into();
+    }
+    json
 }
 
 fn gate_json(gate: &Gate) -> Value {
-    let body = match gate {
+    let mut body = match gate {
         Gate::HealthWindow => json!({}),
-        Gate::ErrorRate { max_percent } => json!({ "maxPercent": max_percent }),
-        Gate::ThroughputDrop { max_drop_percent } => json!({ "maxDropPercent": max_drop_percent }),
+        Gate::ErrorRate {
+            max_percent, scope, ..
+        } => json!({ "maxPercent": max_percent, "scope": scope.as_str() }),
+        Gate::ThroughputDrop {
+            max_drop_percent, ..
+        } => json!({ "maxDropPercent": max_drop_percent }),
         Gate::CustomPromQl {
             query,
             comparator,
             threshold,
+            ..
         } => json!({ "query": query, "comparator": comparator.as_str(), "threshold": threshold }),
     };
+    if let (Some(watch), Value::Object(fields)) = (gate.watch(), &mut body) {
+        fields.insert("intervalSeconds".into(), watch.interval_seconds.into());
+        fields.insert("failureLimit".into(), watch.failure_limit.into());
+        fields.insert("onNoData".into(), watch.on_no_data.as_str().into());
+    }
     json!({ gate.kind(): body })
 }
 
@@ -346,10 +475,14 @@ mod tests {
             "stages": [{
                 "selector": {"percentage": 12.5},
                 "bakeSeconds": 60,
-                "gates": [{"healthWindow": {}}, {"errorRate": {"maxPercent": 1.0}}],
+                "gates": [{"healthWindow": {}}, {"errorRate": {
+                    "maxPercent": 1.0, "scope": "cumulative",
+                    "intervalSeconds": 30, "failureLimit": 1, "onNoData": "fail",
+                }}],
             }],
             "autoAdvance": true,
             "autoRollbackOnGateFail": true,
+            "minAppliedPercent": 100.0,
         });
         assert_eq!(plan.to_json(), canonical);
     }
@@ -437,14 +570,39 @@ mod tests {
             Just(Comparator::Gte),
         ];
         let promql = ("[a-z_(){}]{1,20}", comparator, -1e12f64..1e12);
+        let watch = (
+            10u32..=86_400,
+            1u32..=Watch::MAX_FAILURE_LIMIT,
+            any::<bool>(),
+        )
+            .prop_map(|(interval_seconds, failure_limit, hold)| Watch {
+                interval_seconds,
+                failure_limit,
+                on_no_data: if hold { OnNoData::Hold } else { OnNoData::Fail },
+            });
+        let scope = prop_oneof![Just(Scope::Cumulative), Just(Scope::Stage)];
         prop_oneof![
             Just(Gate::HealthWindow),
-            (0.0f64..=100.0).prop_map(|max_percent| Gate::ErrorRate { max_percent }),
-            (0.0f64..=100.0).prop_map(|max_drop_percent| Gate::ThroughputDrop { max_drop_percent }),
-            promql.prop_map(|(query, comparator, threshold)| Gate::CustomPromQl {
-                query,
-                comparator,
-                threshold,
+            (0.0f64..=100.0, scope, watch.clone()).prop_map(|(max_percent, scope, watch)| {
+                Gate::ErrorRate {
+                    max_percent,
+                    scope,
+                    watch,
+                }
+            }),
+            (0.0f64..=100.0, watch.clone()).prop_map(|(max_drop_percent, watch)| {
+                Gate::ThroughputDrop {
+                    max_drop_percent,
+                    watch,
+                }
+            }),
+            (promql, watch).prop_map(|((query, comparator, threshold), watch)| {
+                Gate::CustomPromQl {
+                    query,
+                    comparator,
+                    threshold,
+                    watch,
+                }
             }),
         ]
     }
@@ -453,19 +611,23 @@ mod tests {
         let gates = proptest::collection::vec(arb_gate(), 0..4);
         let bake =
             (BakeSeconds::MIN..=BakeSeconds::MAX).prop_filter_map("in range", BakeSeconds::new);
-        let stage = (arb_selector(), bake, gates).prop_map(|(selector, bake, gates)| Stage {
-            selector,
-            bake,
-            gates,
-        });
+        let min = proptest::option::of(0.0f64..=100.0);
+        let stage =
+            (arb_selector(), bake, gates, min).prop_map(|(selector, bake, gates, min)| Stage {
+                selector,
+                bake,
+                gates,
+                min_applied_percent: min,
+            });
         let stages = proptest::collection::vec(stage, 1..=MAX_STAGES);
-        (stages, any::<bool>(), any::<bool>()).prop_map(|(stages, auto_advance, auto_rollback)| {
-            RolloutPlan {
+        (stages, any::<bool>(), any::<bool>(), 0.0f64..=100.0).prop_map(
+            |(stages, auto_advance, auto_rollback, min)| RolloutPlan {
                 stages,
                 auto_advance,
                 auto_rollback_on_gate_fail: auto_rollback,
-            }
-        })
+                min_applied_percent: min,
+            },
+        )
     }
 
     proptest! {

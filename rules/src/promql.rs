@@ -3,28 +3,67 @@
 //!
 //! The SPEC allows a scalar or a vector with exactly one sample; anything else (an error, an
 //! empty or multi-sample vector, NaN, infinity, a non-number, a body that is not the
-//! Prometheus JSON) is refused with a reason saying which, and the gate fails closed. Text
+//! Prometheus JSON) is refused with a reason saying which: an empty vector or NaN as no
+//! data (the gate is inconclusive), anything else as an error reading the signal. Text
 //! taken from outside into a reason goes through `scrub` first, so a credential that found
 //! its way into an error string is not repeated on the release page.
 
 use serde_json::Value;
 
+/// Why an answer gave no number: `no_data` for an empty vector or a NaN (what a ratio of
+/// two idle rates gives), which a gate reads as inconclusive; anything else is an error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct PromQlError {
+    pub no_data: bool,
+    pub reason: String,
+}
+
+impl PromQlError {
+    pub fn no_data(reason: impl Into<String>) -> PromQlError {
+        PromQlError {
+            no_data: true,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn unusable(reason: impl Into<String>) -> PromQlError {
+        PromQlError {
+            no_data: false,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<String> for PromQlError {
+    fn from(reason: String) -> PromQlError {
+        PromQlError::unusable(reason)
+    }
+}
+
+impl From<&str> for PromQlError {
+    fn from(reason: &str) -> PromQlError {
+        PromQlError::unusable(reason)
+    }
+}
+
 /// Reads a Prometheus `/api/v1/query` answer down to one finite number: a scalar, or a
 /// vector with exactly one sample. The error says which rule the answer broke.
-pub fn parse_promql_response(http_status: u16, body: &str) -> Result<f64, String> {
+pub fn parse_promql_response(http_status: u16, body: &str) -> Result<f64, PromQlError> {
     let json: Option<Value> = serde_json::from_str(body).ok();
     if !(200..300).contains(&http_status) {
         return Err(match json.as_ref().and_then(prometheus_error) {
             Some(detail) => format!("Prometheus answered HTTP {http_status} ({detail})"),
             None => format!("Prometheus answered HTTP {http_status}"),
-        });
+        }
+        .into());
     }
     let json = json.ok_or("malformed response: body is not JSON")?;
     match json.get("status").and_then(Value::as_str) {
         Some("success") => {}
         Some("error") => {
             let detail = prometheus_error(&json).unwrap_or_else(|| "no detail".into());
-            return Err(format!("Prometheus returned an error ({detail})"));
+            return Err(format!("Prometheus returned an error ({detail})").into());
         }
         _ => return Err("malformed response: no status".into()),
     }
@@ -37,17 +76,18 @@ pub fn parse_promql_response(http_status: u16, body: &str) -> Result<f64, String
         Some("scalar") => result,
         Some("vector") => match result.as_array().map(Vec::as_slice) {
             None => return Err("malformed response: vector result is not a list".into()),
-            Some([]) => return Err("empty vector: no series matched".into()),
+            Some([]) => return Err(PromQlError::no_data("empty vector: no series matched")),
             Some([sample]) => sample
                 .get("value")
                 .ok_or("malformed response: vector sample has no value")?,
-            Some(many) => return Err(format!("multi-sample vector ({} series)", many.len())),
+            Some(many) => return Err(format!("multi-sample vector ({} series)", many.len()).into()),
         },
         Some(other) => {
             return Err(format!(
                 "unsupported result type \"{}\": need a scalar or a one-sample vector",
                 scrub(other)
-            ))
+            )
+            .into())
         }
         None => return Err("malformed response: resultType is not a string".into()),
     };
@@ -55,7 +95,7 @@ pub fn parse_promql_response(http_status: u16, body: &str) -> Result<f64, String
 }
 
 /// A `[timestamp, "value"]` pair; Prometheus sends the value as a string.
-fn sample_value(pair: &Value) -> Result<f64, String> {
+fn sample_value(pair: &Value) -> Result<f64, PromQlError> {
     let text = match pair.as_array().map(Vec::as_slice) {
         Some([_, Value::String(text)]) => text.clone(),
         Some([_, Value::Number(number)]) => number.to_string(),
@@ -63,9 +103,9 @@ fn sample_value(pair: &Value) -> Result<f64, String> {
     };
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
-        Ok(v) if v.is_nan() => Err("result is NaN".into()),
-        Ok(_) => Err(format!("result {} is not a finite number", scrub(&text))),
-        Err(_) => Err(format!("result \"{}\" is not a number", scrub(&text))),
+        Ok(v) if v.is_nan() => Err(PromQlError::no_data("result is NaN")),
+        Ok(_) => Err(format!("result {} is not a finite number", scrub(&text)).into()),
+        Err(_) => Err(format!("result \"{}\" is not a number", scrub(&text)).into()),
     }
 }
 
@@ -157,10 +197,10 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_vector_fails() {
+    fn an_empty_vector_is_no_data() {
         assert_eq!(
             parse_promql_response(200, &vector(&[])),
-            Err("empty vector: no series matched".into())
+            Err(PromQlError::no_data("empty vector: no series matched"))
         );
     }
 
@@ -177,17 +217,18 @@ mod tests {
         for kind in ["matrix", "string"] {
             let err = parse_promql_response(200, &ok_body(kind, json!([]))).expect_err(kind);
             assert!(
-                err.starts_with(&format!("unsupported result type \"{kind}\"")),
+                err.reason
+                    .starts_with(&format!("unsupported result type \"{kind}\"")),
                 "{err}"
             );
         }
     }
 
     #[test]
-    fn nan_infinite_and_non_numeric_values_fail() {
+    fn nan_is_no_data_and_infinite_or_non_numeric_values_are_errors() {
         assert_eq!(
             parse_promql_response(200, &vector(&["NaN"])),
-            Err("result is NaN".into())
+            Err(PromQlError::no_data("result is NaN"))
         );
         assert_eq!(
             parse_promql_response(200, &vector(&["+Inf"])),
@@ -241,7 +282,10 @@ mod tests {
         ];
         for body in cases {
             let err = parse_promql_response(200, body).expect_err(body);
-            assert!(err.starts_with("malformed response"), "{body}: {err}");
+            assert!(
+                err.reason.starts_with("malformed response"),
+                "{body}: {err}"
+            );
         }
     }
 

@@ -14,14 +14,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gates::{all_passed, GateResult};
+use crate::gates::{all_passed, GateResult, Verdict};
 use crate::plan::RolloutPlan;
 
 mod state;
 
 pub use state::{
-    open_stage, DecisionKind, Deploy, GateEvaluation, OpenedStage, ReleaseState, StageOutcome,
-    StageState, Step, Transition, TransitionError, Trigger,
+    open_stage, DecisionKind, Deploy, GateEvaluation, OpenedStage, RefusedAttempt, ReleaseState,
+    StageOutcome, StageState, Step, Transition, TransitionError, Trigger,
 };
 
 /// Where a release stands. The first two are "in flight": fencing applies.
@@ -183,20 +183,30 @@ pub fn allowed_actions(
 }
 
 /// The scheduler's step once the current stage's bake deadline passed and its gates were
-/// evaluated (`results` of that evaluation). Stage numbers in reasons are 1-based, as the
-/// rollout view shows them.
+/// evaluated (`results`, settled by [`crate::gates::settle`]). A failing gate rolls back
+/// (or holds, without `autoRollbackOnGateFail`); a gate left without a number under
+/// `onNoData: "hold"` holds. Stage numbers in reasons are 1-based, as the rollout view
+/// shows them.
 pub fn on_bake_expired(
     plan: &RolloutPlan,
     current_stage_index: usize,
     results: &[GateResult],
 ) -> Decision {
     let stage = current_stage_index + 1;
+    let failed: Vec<GateResult> = (results.iter())
+        .filter(|r| r.verdict == Verdict::Fail)
+        .cloned()
+        .collect();
+    if !failed.is_empty() {
+        let reason = format!("stage {stage} failed: {}", failing_reasons(&failed));
+        return gate_failed(plan, reason);
+    }
     if !all_passed(results) {
-        let reason = format!("stage {stage} failed: {}", failing_reasons(results));
-        return if plan.auto_rollback_on_gate_fail() {
-            Decision::Rollback { reason }
-        } else {
-            Decision::Hold { reason }
+        return Decision::Hold {
+            reason: format!(
+                "stage {stage} could not be judged: {}",
+                failing_reasons(results)
+            ),
         };
     }
     if !plan.auto_advance() {
@@ -205,6 +215,31 @@ pub fn on_bake_expired(
         }
     } else {
         next_or_complete(plan, current_stage_index)
+    }
+}
+
+/// The scheduler's step when checks during the bake failed gates (`failed`, from
+/// [`crate::checks::record`]): roll back at once, or hold without `autoRollbackOnGateFail`.
+pub fn on_check_failed(
+    plan: &RolloutPlan,
+    current_stage_index: usize,
+    failed: &[GateResult],
+) -> Decision {
+    let stage = current_stage_index + 1;
+    gate_failed(
+        plan,
+        format!(
+            "stage {stage} failed during its bake: {}",
+            failing_reasons(failed)
+        ),
+    )
+}
+
+fn gate_failed(plan: &RolloutPlan, reason: String) -> Decision {
+    if plan.auto_rollback_on_gate_fail() {
+        Decision::Rollback { reason }
+    } else {
+        Decision::Hold { reason }
     }
 }
 
@@ -257,9 +292,10 @@ fn failing_reasons(results: &[GateResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gates::{error_rate, ErrorCounts, GateInputs};
+    use crate::gates::{error_rate, GateInputs, NodeErrors};
     use crate::plan::{CanarySelector, Gate};
     use crate::Percent;
+    use crate::Scope;
     use serde_json::json;
 
     fn plan(stages: usize, auto_advance: bool, auto_rollback: bool) -> RolloutPlan {
@@ -280,12 +316,16 @@ mod tests {
     }
 
     fn failing() -> Vec<GateResult> {
-        let counts = ErrorCounts {
+        let nodes = [NodeErrors {
+            node: "edge-1".into(),
+            this_stage: true,
             errors: 25,
             events_in: 1000,
-        };
+        }];
         let mut results = passing();
-        results.push(error_rate(1.0, Some(counts)));
+        let mut failed = error_rate(1.0, Scope::Cumulative, Some(&nodes));
+        failed.reason = "error rate 2.50% exceeds max 1.00% (25 errors / 1000 events)".into();
+        results.push(failed);
         results
     }
 
@@ -359,6 +399,53 @@ mod tests {
             on_bake_expired(&plan(3, true, false), 0, &failing()),
             Decision::Hold {
                 reason: FAIL_REASON.into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_gate_left_without_data_under_on_no_data_hold_holds_at_the_deadline() {
+        let mut held = passing();
+        held.push(GateResult {
+            gate: "errorRate".into(),
+            verdict: Verdict::Inconclusive,
+            observed: None,
+            threshold: Some(1.0),
+            query: None,
+            reason: "no events processed by canary nodes since the stage started: onNoData is hold"
+                .into(),
+        });
+        assert_eq!(
+            on_bake_expired(&plan(3, true, true), 0, &held),
+            Decision::Hold {
+                reason: "stage 1 could not be judged: errorRate: no events processed by canary \
+                         nodes since the stage started: onNoData is hold"
+                    .into()
+            }
+        );
+        // A failing gate wins over one without data.
+        held.extend(failing());
+        assert!(matches!(
+            on_bake_expired(&plan(3, true, true), 0, &held),
+            Decision::Rollback { .. }
+        ));
+    }
+
+    #[test]
+    fn a_gate_failed_during_the_bake_rolls_back_at_once_or_holds_without_auto_rollback() {
+        let failed = &failing()[1..];
+        let reason = "stage 2 failed during its bake: errorRate: error rate 2.50% exceeds max \
+                      1.00% (25 errors / 1000 events)";
+        assert_eq!(
+            on_check_failed(&plan(3, true, true), 1, failed),
+            Decision::Rollback {
+                reason: reason.into()
+            }
+        );
+        assert_eq!(
+            on_check_failed(&plan(3, true, false), 1, failed),
+            Decision::Hold {
+                reason: reason.into()
             }
         );
     }

@@ -101,6 +101,26 @@ pub struct PipelineReport {
     pub config_checksum: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recent_logs: Option<Vec<String>>,
+    /// A served version the agent gave up on because it crashed repeatedly. While set, the
+    /// report's own `version` and `status` describe what actually runs: the last version that
+    /// ran healthily, or (when there is none) the failed version itself as `CRASHED`. The agent
+    /// drops it once the server serves a different version or checksum for the pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_version: Option<FailedVersion>,
+}
+
+/// Why a served pipeline version is not running: the agent tried it, saw its process fail
+/// too often, and will not retry it until the server serves something else.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedVersion {
+    /// The served version that failed (the pipeline's `version` numbering).
+    pub version: i64,
+    /// `CRASHED`; a string so newer agents can name other ways a version fails.
+    pub status: String,
+    /// For operators, under 500 characters: how many exits in which window, the last exit
+    /// code or signal, and the last line the process printed.
+    pub reason: String,
 }
 
 /// `POST /api/agent/heartbeat` body, also accepted as the body of `POST /api/agent/config`.
@@ -166,6 +186,34 @@ mod tests {
             serde_json::to_string(&HeartbeatAck { ok: true }).unwrap(),
             r#"{"ok":true}"#
         );
+    }
+
+    #[test]
+    fn failed_version_is_sent_as_a_camel_case_object_and_may_be_absent() {
+        let report = PipelineReport {
+            pipeline_id: "p".into(),
+            version: 1,
+            status: "RUNNING".into(),
+            failed_version: Some(FailedVersion {
+                version: 2,
+                status: "CRASHED".into(),
+                reason: "exited 3 times within 60 s".into(),
+            }),
+            ..PipelineReport::default()
+        };
+        let sent = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            sent,
+            json!({"pipelineId": "p", "version": 1, "status": "RUNNING", "failedVersion":
+                {"version": 2, "status": "CRASHED", "reason": "exited 3 times within 60 s"}})
+        );
+        assert_eq!(
+            serde_json::from_value::<PipelineReport>(sent).unwrap(),
+            report
+        );
+        let older: PipelineReport =
+            serde_json::from_str(r#"{"pipelineId":"p","version":1,"status":"RUNNING"}"#).unwrap();
+        assert_eq!(older.failed_version, None);
     }
 
     #[test]

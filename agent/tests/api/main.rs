@@ -3,6 +3,7 @@
 // Test helpers (not only #[test] fns) may panic on setup failure.
 #![allow(clippy::unwrap_used)]
 
+mod crash_revert;
 mod enrollment;
 mod fake_server;
 mod pipelines;

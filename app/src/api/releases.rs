@@ -59,6 +59,8 @@ pub(crate) fn release_view(
                     })
                     .collect(),
                 outcome: st.outcome,
+                checks: st.checks,
+                refused: st.refused,
             })
             .collect(),
         planless: s.planless,
@@ -153,6 +155,66 @@ pub async fn create_canary(
         .await
         .map_err(fail)?;
     Ok(release_view(Ok(r), ctl.now(), &g))
+}
+
+/// What a PromQL query gives now, for the plan editor's "Test query".
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PromqlTestView {
+    /// The query's one number, when it gave one.
+    pub value: Option<f64>,
+    /// Whether the value compares to the threshold as the gate would; `None` without a
+    /// value or a readable threshold and comparator.
+    pub passes: Option<bool>,
+    /// What came back, as the gate's evidence or the create-time preflight would say it.
+    pub text: String,
+}
+
+/// Runs `query` once against the server's Prometheus, as a `customPromQL` gate and the
+/// create-time preflight do, and compares it with `threshold` when one is given.
+#[server(endpoint = "promql.test", input = Json)]
+pub async fn test_promql(
+    query: String,
+    #[server(default)] comparator: String,
+    #[server(default)] threshold: Option<f64>,
+) -> Result<PromqlTestView, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    use vf_control::ControlError;
+    let (ctl, _) = authorize(Role::Viewer, Target::Any).await?;
+    if query.trim().is_empty() {
+        return Err(fail(ControlError::invalid(
+            "query",
+            "must be a non-empty string",
+        )));
+    }
+    let Some(settings) = &ctl.settings.prometheus else {
+        return Err(fail(ControlError::invalid(
+            "query",
+            "PromQL gates need VF_PROMETHEUS_URL, which this server does not have",
+        )));
+    };
+    let outcome = vf_control::promql::instant_query(&ctl.http, settings, &query).await;
+    let compare = vf_rules::Comparator::parse(&comparator).zip(threshold);
+    Ok(match (vf_rules::preflight(&outcome), compare) {
+        (Err(why), _) => PromqlTestView {
+            value: None,
+            passes: None,
+            text: why,
+        },
+        (Ok(value), Some((comparator, threshold))) => {
+            let r = vf_rules::custom_promql(&query, comparator, threshold, Some(&outcome));
+            PromqlTestView {
+                value: Some(value),
+                passes: Some(r.passed()),
+                text: r.reason,
+            }
+        }
+        (Ok(value), None) => PromqlTestView {
+            value: Some(value),
+            passes: None,
+            text: format!("query result {value}"),
+        },
+    })
 }
 
 /// A fresh release id: the deploy dialog previews percentage stages with it (ranking

@@ -53,7 +53,7 @@ impl NodeRow {
 }
 
 /// Whether the node's last disconnect came after its last contact.
-fn disconnected(disconnected_at: Option<i64>, last_seen_at: Option<i64>) -> bool {
+pub(crate) fn disconnected(disconnected_at: Option<i64>, last_seen_at: Option<i64>) -> bool {
     matches!((disconnected_at, last_seen_at), (Some(d), Some(s)) if d >= s)
 }
 

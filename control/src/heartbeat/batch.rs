@@ -34,7 +34,7 @@ use super::{add_deltas, Counters, Report};
 use crate::fleet::STATUS_COLUMNS;
 use crate::{ControlError, Db, Result};
 
-/// Rows per multi-row statement: at most 15 bound values each, far below both databases'
+/// Rows per multi-row statement: at most 17 bound values each, far below both databases'
 /// limits on bound values.
 const ROWS_PER_STATEMENT: usize = 200;
 
@@ -350,7 +350,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
         let statement = crate::sql!(
             "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
                 events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds,
-                pid, config_checksum, recent_logs, updated_at)
+                pid, config_checksum, recent_logs, updated_at, failed_version, failed_reason)
              VALUES {}
              ON CONFLICT (node_id, pipeline_id) DO UPDATE SET version = excluded.version,
                 status = excluded.status, events_in = excluded.events_in,
@@ -358,8 +358,9 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 events_discarded = excluded.events_discarded, bytes_in = excluded.bytes_in,
                 bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
                 pid = excluded.pid, config_checksum = excluded.config_checksum,
-                recent_logs = excluded.recent_logs, updated_at = excluded.updated_at",
-            db.dialect.tuples(chunk.len(), 15, 1)
+                recent_logs = excluded.recent_logs, updated_at = excluded.updated_at,
+                failed_version = excluded.failed_version, failed_reason = excluded.failed_reason",
+            db.dialect.tuples(chunk.len(), 17, 1)
         );
         let mut query = sqlx::query(statement);
         for ((node, pipeline), (r, now)) in chunk {
@@ -378,9 +379,21 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 .bind(r.pid)
                 .bind(&r.config_checksum)
                 .bind(&r.recent_logs)
-                .bind(*now);
+                .bind(*now)
+                .bind(r.failed_version)
+                .bind(&r.failed_reason);
         }
         query.execute(&mut *tx).await?;
+    }
+    // A crash of a canary version is checked by the scheduler's next tick.
+    let crashed: Vec<(&str, i64)> = (status.iter())
+        .filter_map(|((_, pipeline), (r, _))| Some((pipeline.as_str(), r.crashed_version()?)))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    if !crashed.is_empty() {
+        let now = heartbeats.iter().map(|h| h.now).max().unwrap_or_default();
+        crate::releases::check_soon(&mut tx, &crashed, now).await?;
     }
 
     let node_minutes: Vec<_> = node_minutes.into_iter().collect();

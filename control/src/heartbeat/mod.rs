@@ -139,6 +139,9 @@ fn add_deltas(table: &str) -> String {
 }
 
 /// Free text as PostgreSQL can store it: without NUL characters (SQLite would keep them).
+/// Longest stored `failedVersion.reason`.
+const MAX_REASON_CHARS: usize = 1000;
+
 fn storable(s: &str) -> String {
     s.replace('\0', "")
 }
@@ -168,6 +171,18 @@ pub(crate) struct Report {
     pub config_checksum: Option<String>,
     /// The last 20 log lines, as a JSON array.
     pub recent_logs: Option<String>,
+    /// `failedVersion`: a version the agent reverted from, and why.
+    pub failed_version: Option<i64>,
+    pub failed_reason: Option<String>,
+}
+
+impl Report {
+    /// The version this report says crashed: one the agent went back from, or the version
+    /// it reports `CRASHED`.
+    pub fn crashed_version(&self) -> Option<i64> {
+        self.failed_version
+            .or((self.status == "CRASHED").then_some(self.version))
+    }
 }
 
 impl Report {
@@ -195,6 +210,9 @@ impl Report {
             pid: r.pid,
             config_checksum: r.config_checksum.as_deref().map(storable),
             recent_logs,
+            failed_version: r.failed_version.as_ref().map(|f| f.version),
+            failed_reason: (r.failed_version.as_ref())
+                .map(|f| storable(&f.reason).chars().take(MAX_REASON_CHARS).collect()),
         })
     }
 }

@@ -235,6 +235,12 @@ pub async fn write_statuses(
         .execute(&mut *tx)
         .await?;
     }
+    // A FAILED (or unhealthy) config is checked by the scheduler's next tick.
+    let crashed: Vec<(&str, i64)> = (rows.iter())
+        .filter(|(_, s)| s.status == "CRASHED")
+        .map(|(p, _)| (p.pipeline_id.as_str(), p.version))
+        .collect();
+    crate::releases::check_soon(&mut tx, &crashed, now).await?;
     if stop_others {
         let live = sqlx::query_scalar::<_, String>(
             "SELECT pipeline_id FROM node_pipeline_status

@@ -1,10 +1,14 @@
 //! Operator actions on a release: advance, complete, broaden, rollback. Advance, complete
-//! and broaden re-evaluate the current stage's gates first and refuse, recording the
-//! failing gate and changing nothing else, when one fails. A manual action never rolls back
+//! and broaden re-evaluate the current stage's gates first and refuse when one fails,
+//! recording a refused attempt (who, when, which gate, why) and changing nothing else: the
+//! stage's evaluations stay the scheduler's and the successful actions'. A manual action never rolls back
 //! on its own.
 
 use crate::audit::Actor;
-use vf_rules::{check_action, evaluate_stage, on_manual, Action, Decision, GateEvaluation, Step};
+use vf_rules::{
+    check_action, on_manual, stage_results, Action, Decision, GateEvaluation, Refusal,
+    RefusedAttempt, Step,
+};
 
 use super::inputs::gate_inputs;
 use super::state::{read_release, ReadBy, Release, StoredRelease};
@@ -60,31 +64,47 @@ async fn act_on(
         .stage(index)
         .map(|s| s.gates.as_slice())
         .unwrap_or(&[]);
-    let inputs = gate_inputs(ctl, release, now).await.map_err(|e| {
+    let inputs = gate_inputs(ctl, release, gates, now).await.map_err(|e| {
         e.report(ctl, &release.id, "refusing the operator's action");
         ControlError::Conflict(format!("refused: {}", e.reason(&release.id)))
     })?;
-    let results = evaluate_stage(gates, &inputs);
-    let step = match on_manual(action, &state.plan, index, &results) {
-        Ok(decision) => Step::Decided(decision),
-        Err(refusal) => Step::Refused {
-            reason: refusal.to_string(),
-        },
-    };
-    let evaluation = GateEvaluation {
-        at: now,
-        trigger: action.into(),
-        actor: actor.name.clone(),
-        results,
-        decision: step.kind(),
-    };
-    let refused = match &step {
-        Step::Refused { reason } => Some(reason.clone()),
-        Step::Decided(_) => None,
-    };
-    let applied = apply(ctl, release, step, Some(evaluation), actor, now).await?;
-    match refused {
-        Some(reason) => Err(ControlError::Conflict(format!("refused: {reason}"))),
-        None => Ok(applied),
+    let results = stage_results(gates, state.plan.min_applied_percent(index), &inputs);
+    match on_manual(action, &state.plan, index, &results) {
+        Ok(decision) => {
+            let evaluation = GateEvaluation {
+                at: now,
+                trigger: action.into(),
+                actor: actor.name.clone(),
+                results,
+                decision: decision.kind(),
+            };
+            apply(
+                ctl,
+                release,
+                Step::Decided(decision),
+                Some(evaluation),
+                actor,
+                now,
+            )
+            .await
+        }
+        // Kept as a refused attempt, never as the stage's evaluation: an early press of
+        // "Advance" says nothing about the canary.
+        Err(refusal) => {
+            let gate = match &refusal {
+                Refusal::GateFailed { gate, .. } => Some(gate.clone()),
+                _ => None,
+            };
+            let reason = refusal.to_string();
+            let attempt = RefusedAttempt {
+                at: now,
+                actor: actor.name.clone(),
+                action: action.into(),
+                gate,
+                reason: reason.clone(),
+            };
+            apply(ctl, release, Step::Refused(attempt), None, actor, now).await?;
+            Err(ControlError::Conflict(format!("refused: {reason}")))
+        }
     }
 }

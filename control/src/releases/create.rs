@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
-use vf_rules::{parse_canary_selector, Gate, ReleaseState, RolloutPlan};
+use vf_rules::{parse_canary_selector, preflight, Gate, ReleaseState, RolloutPlan};
 
 use super::state::{get_release, Release};
 use super::targets::{selector_field, FleetSnapshot};
@@ -15,6 +15,7 @@ use crate::ids::new_id;
 use crate::pipelines::{
     claim_pipeline, get_pipeline, insert_version, parse_config, refuse_if_release_in_flight,
 };
+use crate::promql::instant_query;
 use crate::{Control, ControlError, Db, Result};
 
 /// The throughput baseline window before a rollout starts.
@@ -88,6 +89,36 @@ fn parse_plan(ctl: &Control, req: &CanaryRequest) -> Result<(RolloutPlan, bool)>
     Ok((plan, planless))
 }
 
+/// Runs each `customPromQL` query of the plan once and refuses the plan, naming the query's
+/// field, when one does not yield exactly one number now (a typo, a label that matches
+/// several series, a Prometheus that cannot be reached): better said at create than found
+/// at the first check.
+async fn preflight_promql(ctl: &Control, plan: &RolloutPlan) -> Result<()> {
+    let Some(settings) = &ctl.settings.prometheus else {
+        return Ok(());
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, stage) in plan.stages().iter().enumerate() {
+        for (j, gate) in stage.gates.iter().enumerate() {
+            let Gate::CustomPromQl { query, .. } = gate else {
+                continue;
+            };
+            if seen.contains(&query.as_str()) {
+                continue;
+            }
+            seen.push(query);
+            let outcome = instant_query(&ctl.http, settings, query).await;
+            if let Err(what) = preflight(&outcome) {
+                return Err(ControlError::invalid(
+                    format!("rolloutPlan.stages[{i}].gates[{j}].customPromQL.query"),
+                    what,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The pipeline's aggregate events per second over the five minutes before `now`; `None`
 /// when no rollups exist in that window (the throughputDrop gate then skips).
 pub async fn baseline_eps(db: &Db, pipeline_id: &str, now: i64) -> Result<Option<f64>> {
@@ -106,6 +137,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let db = &ctl.db;
     let now = ctl.now();
     let (plan, planless) = parse_plan(ctl, &req)?;
+    preflight_promql(ctl, &plan).await?;
     let config = parse_config(&req.config_yaml)?;
     if req.changelog.len() > 4000 {
         return Err(ControlError::invalid(
@@ -158,8 +190,8 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let inserted = sqlx::query(
         "INSERT INTO releases (id, pipeline_id, canary_version, previous_version, status, plan,
             planless, stages, current_stage, bake_deadline, baseline_eps, created_by, updated_by,
-            created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $13)",
+            created_at, updated_at, next_check_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $13, $14)",
     )
     .bind(&release_id)
     .bind(&pipeline.id)
@@ -174,6 +206,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     .bind(baseline)
     .bind(&actor.name)
     .bind(now)
+    .bind(state.next_check_at())
     .execute(&mut *tx)
     .await;
     if let Err(e) = inserted {

@@ -1,9 +1,12 @@
 //! Fetching what a stage's gates read: counter deltas of the canary nodes, the pipeline's
 //! throughput over the bake, and PromQL answers. The verdicts are `vf_rules::gates`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use vf_rules::{promql_queries, ErrorCounts, GateInputs, PromQlOutcome};
+use vf_rules::{
+    derive_status, promql_queries, CanaryNodes, Gate, GateInputs, NodeCrash, NodeErrors,
+    NodeStatus, PromQlOutcome,
+};
 
 use super::state::Release;
 use crate::heartbeat::{minute_of, saturating_total};
@@ -17,6 +20,7 @@ const MINUTE_MS: i64 = 60_000;
 pub enum GateInput {
     ErrorCounts,
     Throughput,
+    CanaryNodes,
 }
 
 impl GateInput {
@@ -25,6 +29,7 @@ impl GateInput {
         match self {
             GateInput::ErrorCounts => "error_counts",
             GateInput::Throughput => "throughput",
+            GateInput::CanaryNodes => "canary_nodes",
         }
     }
 
@@ -32,6 +37,7 @@ impl GateInput {
         match self {
             GateInput::ErrorCounts => "canary nodes' error and event counters",
             GateInput::Throughput => "pipeline's throughput since the stage started",
+            GateInput::CanaryNodes => "canary nodes' pipeline statuses",
         }
     }
 }
@@ -72,19 +78,22 @@ fn input(input: GateInput) -> impl FnOnce(ControlError) -> InputError {
     move |cause| InputError { input, cause }
 }
 
-/// Error and event deltas of `nodes` running `version` from `since` on (whole minutes: the
-/// minute the stage started counts).
+/// Error and event deltas per node of `nodes` running `version` from `since` on (whole
+/// minutes: the minute the stage started counts), named, and marked when the current stage
+/// added the node (`this_stage`). Nodes that reported nothing are absent.
 pub async fn error_counts(
     db: &Db,
     pipeline_id: &str,
     version: i64,
     nodes: &BTreeSet<String>,
+    this_stage: &BTreeSet<String>,
     since: i64,
-) -> Result<ErrorCounts> {
+) -> Result<Vec<NodeErrors>> {
     db.heartbeats.settled().await;
-    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT node_id, errors, events_in FROM node_pipeline_metrics
-         WHERE pipeline_id = $1 AND version = $2 AND minute >= $3",
+    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT m.node_id, COALESCE(n.name, m.node_id), m.errors, m.events_in
+         FROM node_pipeline_metrics m LEFT JOIN nodes n ON n.id = m.node_id
+         WHERE m.pipeline_id = $1 AND m.version = $2 AND m.minute >= $3",
     )
     .bind(pipeline_id)
     .bind(version)
@@ -94,12 +103,142 @@ pub async fn error_counts(
     .doing(format!(
         "reading node_pipeline_metrics errors and events_in of pipeline {pipeline_id} v{version}"
     ))?;
-    let targeted = || rows.iter().filter(|(node, _, _)| nodes.contains(node));
-    Ok(ErrorCounts {
-        errors: saturating_total(targeted().map(|(_, errors, _)| *errors)),
-        events_in: saturating_total(targeted().map(|(_, _, events)| *events)),
+    let mut per_node: BTreeMap<String, NodeErrors> = BTreeMap::new();
+    for (id, name, errors, events_in) in rows {
+        if !nodes.contains(&id) {
+            continue;
+        }
+        let node = per_node.entry(id.clone()).or_insert_with(|| NodeErrors {
+            node: name,
+            this_stage: this_stage.contains(&id),
+            errors: 0,
+            events_in: 0,
+        });
+        node.errors = saturating_total([node.errors, errors]);
+        node.events_in = saturating_total([node.events_in, events_in]);
+    }
+    Ok(per_node.into_values().collect())
+}
+
+/// Nodes [`canary_nodes`] names when too few applied.
+const NAMED_NOT_APPLIED: usize = 5;
+
+/// What the nodes of `targeted` report about `version` of the pipeline: how many run it, a
+/// few that do not (with their status), and those that report it crashed.
+pub async fn canary_nodes(
+    db: &Db,
+    pipeline_id: &str,
+    version: i64,
+    targeted: &BTreeSet<String>,
+    now: i64,
+) -> Result<CanaryNodes> {
+    db.heartbeats.settled().await;
+    let rows: Vec<CanaryRow> = sqlx::query_as(
+        "SELECT s.node_id, COALESCE(n.name, s.node_id), s.version, s.status, s.failed_version,
+            COALESCE(s.failed_reason, s.message)
+         FROM node_pipeline_status s LEFT JOIN nodes n ON n.id = s.node_id
+         WHERE s.pipeline_id = $1 AND (s.version = $2 OR s.failed_version = $2)",
+    )
+    .bind(pipeline_id)
+    .bind(version)
+    .fetch_all(&db.pool)
+    .await
+    .doing(format!(
+        "reading node_pipeline_status of pipeline {pipeline_id} v{version}"
+    ))?;
+    let mut applied = BTreeSet::new();
+    let mut crashed = Vec::new();
+    for (node_id, name, running, status, failed, reason) in rows {
+        if !targeted.contains(&node_id) {
+            continue;
+        }
+        let runs = running == Some(version);
+        if failed == Some(version) || (runs && status == "CRASHED") {
+            crashed.push(NodeCrash {
+                node: name,
+                reason: reason.unwrap_or_else(|| "no message".into()),
+            });
+        } else if runs && status == "RUNNING" {
+            applied.insert(node_id);
+        }
+    }
+    let missing: Vec<&String> = (targeted.iter())
+        .filter(|id| !applied.contains(*id))
+        .take(NAMED_NOT_APPLIED)
+        .collect();
+    Ok(CanaryNodes {
+        canary_version: version,
+        targeted: targeted.len(),
+        applied: applied.len(),
+        not_applied: not_applied(db, pipeline_id, version, &missing, now).await?,
+        crashed,
     })
 }
+
+type CanaryRow = (
+    String,
+    String,
+    Option<i64>,
+    String,
+    Option<i64>,
+    Option<String>,
+);
+
+/// `edge-7 UNREACHABLE`, `edge-9 runs v3 RUNNING`, `edge-2 has not reported the pipeline`.
+async fn not_applied(
+    db: &Db,
+    pipeline_id: &str,
+    version: i64,
+    ids: &[&String],
+    now: i64,
+) -> Result<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let statement = crate::sql!(
+        "SELECT n.id, n.name, n.last_seen_at, n.disconnected_at, n.poll_interval_ms, s.version,
+            s.status
+         FROM nodes n LEFT JOIN node_pipeline_status s
+            ON s.node_id = n.id AND s.pipeline_id = {}
+         WHERE n.id IN ({})",
+        db.dialect.param(1),
+        db.dialect.params(ids.len(), 2)
+    );
+    let mut query = sqlx::query_as::<_, NotAppliedRow>(statement).bind(pipeline_id);
+    for id in ids {
+        query = query.bind(id.as_str());
+    }
+    let mut rows = query.fetch_all(&db.pool).await.doing(format!(
+        "reading the nodes of pipeline {pipeline_id} that have not applied v{version}"
+    ))?;
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(rows
+        .into_iter()
+        .map(
+            |(_, name, last_seen, disconnected_at, poll_ms, running, status)| {
+                let disconnected = crate::fleet::disconnected(disconnected_at, last_seen);
+                let node = derive_status(now, last_seen, disconnected, poll_ms, &[]);
+                match (node, running, status) {
+                    (NodeStatus::Unreachable | NodeStatus::Unknown, _, _) => {
+                        format!("{name} {}", node.as_str())
+                    }
+                    (_, Some(v), Some(status)) => format!("{name} runs v{v} {status}"),
+                    _ => format!("{name} has not reported the pipeline"),
+                }
+            },
+        )
+        .collect())
+}
+
+type NotAppliedRow = (
+    String,
+    String,
+    Option<i64>,
+    Option<i64>,
+    i64,
+    Option<i64>,
+    Option<String>,
+);
 
 /// The pipeline's events so far in the minute `at` falls in (recorded when a stage starts).
 pub async fn events_in_minute(db: &Db, pipeline_id: &str, at: i64) -> Result<i64> {
@@ -155,23 +294,25 @@ pub async fn throughput_eps(
     Ok((during > 0).then(|| during as f64 / seconds))
 }
 
-/// Everything the current stage's gates need, read now.
-pub async fn gate_inputs(
+/// Everything the current stage's gates need, read now; PromQL queries run for `gates` only
+/// (those due for a check, or all of the stage's).
+pub async fn gate_inputs<'g>(
     ctl: &Control,
     release: &Release,
+    gates: impl IntoIterator<Item = &'g Gate>,
     now: i64,
 ) -> Result<GateInputs, InputError> {
-    let plan = release.plan();
-    let index = release.state.current_stage;
     let Some(current) = release.state.current() else {
         return Ok(GateInputs::default());
     };
     let targeted = release.targeted();
+    let this_stage: BTreeSet<String> = current.node_ids.iter().cloned().collect();
     let counts = error_counts(
         &ctl.db,
         &release.pipeline_id,
         release.canary_version,
         &targeted,
+        &this_stage,
         current.started_at,
     )
     .await
@@ -185,21 +326,29 @@ pub async fn gate_inputs(
     )
     .await
     .map_err(input(GateInput::Throughput))?;
+    let canary = canary_nodes(
+        &ctl.db,
+        &release.pipeline_id,
+        release.canary_version,
+        &targeted,
+        now,
+    )
+    .await
+    .map_err(input(GateInput::CanaryNodes))?;
     let mut inputs = GateInputs {
-        error_counts: Some(counts),
+        canary: Some(canary),
+        error_counts: (!counts.is_empty()).then_some(counts),
         baseline_eps: release.baseline_eps,
         current_eps,
         bake_remaining_ms: (current.bake_deadline - now).max(0),
         ..GateInputs::default()
     };
-    if let Some(stage) = plan.stage(index) {
-        for query in promql_queries(&stage.gates) {
-            let outcome = match &ctl.settings.prometheus {
-                Some(settings) => instant_query(&ctl.http, settings, query).await,
-                None => PromQlOutcome::Other("VF_PROMETHEUS_URL is not set".into()),
-            };
-            inputs.promql.insert(query.to_string(), outcome);
-        }
+    for query in promql_queries(gates) {
+        let outcome = match &ctl.settings.prometheus {
+            Some(settings) => instant_query(&ctl.http, settings, query).await,
+            None => PromQlOutcome::Other("VF_PROMETHEUS_URL is not set".into()),
+        };
+        inputs.promql.insert(query.to_string(), outcome);
     }
     Ok(inputs)
 }

@@ -17,7 +17,7 @@ pub use inputs::{
     error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, GateInput,
     InputError,
 };
-pub use scheduler::{tick, TickOutcome, Ticked};
+pub use scheduler::{check_soon, tick, TickOutcome, Ticked};
 pub use series::{stage_series, SeriesPoint};
 pub use state::{
     get_release, in_flight_row, latest_release, latest_statuses, list_releases, load_release,

@@ -6,7 +6,7 @@
 //! gets a conflict.
 
 use serde_json::json;
-use vf_rules::{Deploy, GateEvaluation, OpenedStage, ReleaseStatus, Step};
+use vf_rules::{Deploy, GateEvaluation, OpenedStage, ReleaseState, ReleaseStatus, Step};
 
 use super::state::{get_release, Release, Unreadable};
 use super::targets::FleetSnapshot;
@@ -69,8 +69,8 @@ pub async fn apply(
     let done = sqlx::query(
         "UPDATE releases SET status = $1, stages = $2, current_stage = $3, bake_deadline = $4,
             hold_reason = $5, failure_reason = $6, updated_by = $7, updated_at = $8,
-            completed_at = $9, row_version = row_version + 1
-         WHERE id = $10 AND row_version = $11",
+            completed_at = $9, next_check_at = $10, row_version = row_version + 1
+         WHERE id = $11 AND row_version = $12",
     )
     .bind(next.status.as_str())
     .bind(serde_json::to_string(&next.stages)?)
@@ -81,6 +81,7 @@ pub async fn apply(
     .bind(&actor.name)
     .bind(now)
     .bind(next.completed_at)
+    .bind(next.next_check_at())
     .bind(&release.id)
     .bind(release.row_version)
     .execute(&mut *tx)
@@ -130,6 +131,27 @@ pub async fn apply(
     get_release(ctl, &release.id).await
 }
 
+/// Stores the checks of a baking release (`checked`, from
+/// [`vf_rules::ReleaseState::record_checks`]) and when its next check is due, by
+/// compare-and-set like every transition. Checks are not audited: the evaluation that acts on
+/// them is.
+pub async fn record_checks(ctl: &Control, release: &Release, checked: &ReleaseState) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE releases SET stages = $1, next_check_at = $2, row_version = row_version + 1
+         WHERE id = $3 AND row_version = $4",
+    )
+    .bind(serde_json::to_string(&checked.stages)?)
+    .bind(checked.next_check_at())
+    .bind(&release.id)
+    .bind(release.row_version)
+    .execute(&ctl.db.pool)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(changed_meanwhile());
+    }
+    Ok(())
+}
+
 /// Rolls back an in-flight release whose stored state does not parse, so an operator can
 /// unblock its pipeline without repairing the row: the previous version's config is deployed
 /// again (or a first deploy undeployed) exactly as a normal rollback does. Only the status
@@ -156,8 +178,8 @@ pub async fn roll_back_unreadable(
     );
     let mut tx = audit::begin(db).await?;
     let done = sqlx::query(
-        "UPDATE releases SET status = $1, bake_deadline = NULL, hold_reason = NULL,
-            failure_reason = $2, updated_by = $3, updated_at = $4, completed_at = $4,
+        "UPDATE releases SET status = $1, bake_deadline = NULL, next_check_at = NULL,
+            hold_reason = NULL, failure_reason = $2, updated_by = $3, updated_at = $4, completed_at = $4,
             row_version = row_version + 1
          WHERE id = $5 AND row_version = $6",
     )

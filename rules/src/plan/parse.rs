@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::{
-    BakeSeconds, CanarySelector, Comparator, Gate, PlanError, RolloutPlan, Selector, Stage,
-    MAX_STAGES,
+    BakeSeconds, CanarySelector, Comparator, Gate, OnNoData, PlanError, RolloutPlan, Scope,
+    Selector, Stage, Watch, DEFAULT_MIN_APPLIED_PERCENT, MAX_STAGES,
 };
 use crate::percent::Percent;
 
@@ -64,12 +64,20 @@ fn parse_plan(value: &Value, errors: &mut Errors) -> Option<RolloutPlan> {
     };
     let auto_advance = optional_bool(obj, "autoAdvance", errors);
     let auto_rollback = optional_bool(obj, "autoRollbackOnGateFail", errors);
-    let known = ["stages", "autoAdvance", "autoRollbackOnGateFail"];
+    let min_applied = optional_percent(obj, None, "minAppliedPercent", errors)
+        .map(|min| min.unwrap_or(DEFAULT_MIN_APPLIED_PERCENT));
+    let known = [
+        "stages",
+        "autoAdvance",
+        "autoRollbackOnGateFail",
+        "minAppliedPercent",
+    ];
     reject_unknown(obj, None, &known, errors);
     let plan = RolloutPlan {
         stages: stages?,
         auto_advance: auto_advance?,
         auto_rollback_on_gate_fail: auto_rollback?,
+        min_applied_percent: min_applied?,
     };
     errors.is_empty().then_some(plan)
 }
@@ -109,16 +117,18 @@ fn parse_stage(value: &Value, field: &str, errors: &mut Errors) -> Option<Stage>
         None | Some(Value::Null) => Some(Vec::new()),
         Some(v) => parse_gates(v, &format!("{field}.gates"), errors),
     };
+    let min_applied = optional_percent(obj, Some(field), "minAppliedPercent", errors);
     reject_unknown(
         obj,
         Some(field),
-        &["selector", "bakeSeconds", "gates"],
+        &["selector", "bakeSeconds", "gates", "minAppliedPercent"],
         errors,
     );
     Some(Stage {
         selector: selector?,
         bake: bake?,
         gates: gates?,
+        min_applied_percent: min_applied?,
     })
 }
 
@@ -210,17 +220,37 @@ fn parse_gate(value: &Value, field: &str, errors: &mut Errors) -> Option<Gate> {
         };
     }
     let settings = object(body, &field, errors)?;
+    let watch = parse_watch(settings, &field, errors);
     let gate = match kind {
         "errorRate" => {
             let max = percent_bound(settings, &field, "maxPercent", errors);
-            reject_unknown(settings, Some(&field), &["maxPercent"], errors);
-            Gate::ErrorRate { max_percent: max? }
+            let scope = parse_scope(settings.get("scope"), &field, errors);
+            let known = [
+                "maxPercent",
+                "scope",
+                WATCH_FIELDS[0],
+                WATCH_FIELDS[1],
+                WATCH_FIELDS[2],
+            ];
+            reject_unknown(settings, Some(&field), &known, errors);
+            Gate::ErrorRate {
+                max_percent: max?,
+                scope: scope?,
+                watch: watch?,
+            }
         }
         "throughputDrop" => {
             let max = percent_bound(settings, &field, "maxDropPercent", errors);
-            reject_unknown(settings, Some(&field), &["maxDropPercent"], errors);
+            let known = [
+                "maxDropPercent",
+                WATCH_FIELDS[0],
+                WATCH_FIELDS[1],
+                WATCH_FIELDS[2],
+            ];
+            reject_unknown(settings, Some(&field), &known, errors);
             Gate::ThroughputDrop {
                 max_drop_percent: max?,
+                watch: watch?,
             }
         }
         _ => {
@@ -230,16 +260,100 @@ fn parse_gate(value: &Value, field: &str, errors: &mut Errors) -> Option<Gate> {
             };
             let comparator = parse_comparator(settings.get("comparator"), &field, errors);
             let threshold = finite_number(settings, &field, "threshold", errors);
-            let known = ["query", "comparator", "threshold"];
+            let known = [
+                "query",
+                "comparator",
+                "threshold",
+                WATCH_FIELDS[0],
+                WATCH_FIELDS[1],
+                WATCH_FIELDS[2],
+            ];
             reject_unknown(settings, Some(&field), &known, errors);
             Gate::CustomPromQl {
                 query: query?,
                 comparator: comparator?,
                 threshold: threshold?,
+                watch: watch?,
             }
         }
     };
     Some(gate)
+}
+
+/// The settings every signal gate takes, all optional.
+const WATCH_FIELDS: [&str; 3] = ["intervalSeconds", "failureLimit", "onNoData"];
+
+fn parse_watch(obj: &Map<String, Value>, gate: &str, errors: &mut Errors) -> Option<Watch> {
+    let defaults = Watch::default();
+    let interval = optional_whole(
+        obj,
+        gate,
+        WATCH_FIELDS[0],
+        (Watch::MIN_INTERVAL_SECONDS, BakeSeconds::MAX),
+        defaults.interval_seconds,
+        errors,
+    );
+    let failure_limit = optional_whole(
+        obj,
+        gate,
+        WATCH_FIELDS[1],
+        (1, Watch::MAX_FAILURE_LIMIT),
+        defaults.failure_limit,
+        errors,
+    );
+    let field = format!("{gate}.{}", WATCH_FIELDS[2]);
+    let on_no_data = match obj.get(WATCH_FIELDS[2]).map(|v| (v, v.as_str())) {
+        None | Some((Value::Null, _)) => Some(defaults.on_no_data),
+        Some((_, Some("fail"))) => Some(OnNoData::Fail),
+        Some((_, Some("hold"))) => Some(OnNoData::Hold),
+        Some(_) => fail(&field, "must be \"fail\" or \"hold\"", errors),
+    };
+    Some(Watch {
+        interval_seconds: interval?,
+        failure_limit: failure_limit?,
+        on_no_data: on_no_data?,
+    })
+}
+
+fn parse_scope(value: Option<&Value>, gate: &str, errors: &mut Errors) -> Option<Scope> {
+    match value.map(|v| (v, v.as_str())) {
+        None | Some((Value::Null, _)) => Some(Scope::default()),
+        Some((_, Some("cumulative"))) => Some(Scope::Cumulative),
+        Some((_, Some("stage"))) => Some(Scope::Stage),
+        Some(_) => fail(
+            &format!("{gate}.scope"),
+            "must be \"cumulative\" or \"stage\"",
+            errors,
+        ),
+    }
+}
+
+/// An optional whole number within `min..=max`; absent or `null` takes `default`.
+fn optional_whole(
+    obj: &Map<String, Value>,
+    gate: &str,
+    key: &str,
+    (min, max): (u32, u32),
+    default: u32,
+    errors: &mut Errors,
+) -> Option<u32> {
+    let field = format!("{gate}.{key}");
+    let value = match obj.get(key) {
+        None | Some(Value::Null) => return Some(default),
+        Some(value) => value.as_f64(),
+    };
+    match value {
+        Some(n) if n.is_finite() && n.fract() == 0.0 => {
+            if n < f64::from(min) {
+                fail(&field, &format!("must be at least {min}"), errors)
+            } else if n > f64::from(max) {
+                fail(&field, &format!("must be at most {max}"), errors)
+            } else {
+                Some(n as u32)
+            }
+        }
+        _ => fail(&field, "must be a whole number", errors),
+    }
 }
 
 fn parse_comparator(value: Option<&Value>, gate: &str, errors: &mut Errors) -> Option<Comparator> {
@@ -329,6 +443,23 @@ fn non_blank_string(value: &Value, field: &str, errors: &mut Errors) -> Option<S
     match value.as_str() {
         Some(text) if !text.trim().is_empty() => Some(text.to_owned()),
         _ => fail(field, "must be a non-empty string", errors),
+    }
+}
+
+/// An optional percentage from 0 to 100; `Some(None)` when absent or `null`.
+fn optional_percent(
+    obj: &Map<String, Value>,
+    parent: Option<&str>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<Option<f64>> {
+    let field = parent.map_or_else(|| key.to_owned(), |parent| format!("{parent}.{key}"));
+    match obj.get(key) {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => match v.as_f64().filter(|f| f.is_finite()) {
+            Some(f) if (0.0..=100.0).contains(&f) => Some(Some(f)),
+            _ => fail(&field, "must be a number from 0 to 100", errors),
+        },
     }
 }
 
@@ -451,18 +582,22 @@ mod tests {
         };
         let p1225 = Percent::from_hundredths(1225).expect("in range");
         assert_eq!(first.selector, Selector::Percentage(p1225));
-        assert_eq!(
-            first.gates,
-            [Gate::HealthWindow, Gate::ErrorRate { max_percent: 1.5 }]
-        );
+        let error_rate = Gate::ErrorRate {
+            max_percent: 1.5,
+            scope: Scope::Cumulative,
+            watch: Watch::default(),
+        };
+        assert_eq!(first.gates, [Gate::HealthWindow, error_rate]);
         assert_eq!(second.selector, Selector::Labels(labels(&[("wave", "a")])));
         let promql = Gate::CustomPromQl {
             query: "up".into(),
             comparator: Comparator::Gte,
             threshold: 1.0,
+            watch: Watch::default(),
         };
         let drop = Gate::ThroughputDrop {
             max_drop_percent: 20.0,
+            watch: Watch::default(),
         };
         assert_eq!(second.gates, [drop, promql]);
         assert_eq!(third.selector, Selector::NodeGroup("ng_1".into()));
@@ -743,6 +878,110 @@ mod tests {
         for (settings, message) in cases {
             assert_eq!(refusal(gate(settings)), format!("{field}.{message}"));
         }
+    }
+
+    #[test]
+    fn signal_gates_take_a_check_interval_a_failure_limit_a_no_data_policy_and_a_scope() {
+        let at = "/stages/1/gates/0";
+        let gate = |settings: Value| parse(with(at, settings)).stages()[1].gates[0].clone();
+        let watch = Watch {
+            interval_seconds: 10,
+            failure_limit: 3,
+            on_no_data: OnNoData::Hold,
+        };
+        let settings = json!({"intervalSeconds": 10, "failureLimit": 3, "onNoData": "hold"});
+        let mut error_rate = settings.clone();
+        error_rate["maxPercent"] = json!(2);
+        error_rate["scope"] = json!("stage");
+        assert_eq!(
+            gate(json!({ "errorRate": error_rate })),
+            Gate::ErrorRate {
+                max_percent: 2.0,
+                scope: Scope::Stage,
+                watch,
+            }
+        );
+        let mut promql = settings;
+        promql["query"] = json!("up");
+        promql["comparator"] = json!("lt");
+        promql["threshold"] = json!(1);
+        assert_eq!(gate(json!({ "customPromQL": promql })).watch(), Some(watch));
+        let defaults = gate(json!({"throughputDrop": {"maxDropPercent": 5, "onNoData": null}}));
+        assert_eq!(defaults.watch(), Some(Watch::default()));
+        assert_eq!(Gate::HealthWindow.watch(), None);
+
+        let field = "stages[1].gates[0].errorRate";
+        let refused = |extra: Value| {
+            let mut settings = json!({"maxPercent": 1});
+            settings
+                .as_object_mut()
+                .expect("object")
+                .extend(extra.as_object().expect("object").clone());
+            refusal(with(at, json!({ "errorRate": settings })))
+        };
+        let cases = [
+            (
+                json!({"intervalSeconds": 9}),
+                "intervalSeconds: must be at least 10",
+            ),
+            (
+                json!({"intervalSeconds": 86401}),
+                "intervalSeconds: must be at most 86400",
+            ),
+            (
+                json!({"intervalSeconds": 12.5}),
+                "intervalSeconds: must be a whole number",
+            ),
+            (
+                json!({"failureLimit": 0}),
+                "failureLimit: must be at least 1",
+            ),
+            (
+                json!({"failureLimit": "3"}),
+                "failureLimit: must be a whole number",
+            ),
+            (
+                json!({"onNoData": "skip"}),
+                "onNoData: must be \"fail\" or \"hold\"",
+            ),
+            (
+                json!({"scope": "fleet"}),
+                "scope: must be \"cumulative\" or \"stage\"",
+            ),
+        ];
+        for (extra, message) in cases {
+            assert_eq!(refused(extra), format!("{field}.{message}"));
+        }
+        assert_eq!(
+            refusal(with(
+                at,
+                json!({"throughputDrop": {"maxDropPercent": 1, "scope": "stage"}})
+            )),
+            "stages[1].gates[0].throughputDrop.scope: is not a known field"
+        );
+    }
+
+    #[test]
+    fn min_applied_percent_is_a_plan_default_a_stage_may_override() {
+        let mut plan = base();
+        plan["minAppliedPercent"] = json!(90);
+        plan["stages"][2]["minAppliedPercent"] = json!(0);
+        let parsed = parse(plan);
+        assert_eq!(parsed.min_applied_percent(0), 90.0);
+        assert_eq!(parsed.min_applied_percent(2), 0.0);
+        assert_eq!(parse(base()).min_applied_percent(1), 100.0);
+        let mut plan = base();
+        plan["stages"][1]["minAppliedPercent"] = json!(101);
+        assert_eq!(
+            refusal(plan),
+            "stages[1].minAppliedPercent: must be a number from 0 to 100"
+        );
+        let mut plan = base();
+        plan["minAppliedPercent"] = json!("all");
+        assert_eq!(
+            refusal(plan),
+            "minAppliedPercent: must be a number from 0 to 100"
+        );
     }
 
     #[test]

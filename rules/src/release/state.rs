@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::{Action, Decision, ReleaseStatus};
+use crate::checks::{self, GateChecks};
 use crate::gates::GateResult;
 use crate::plan::RolloutPlan;
 
@@ -109,6 +110,20 @@ pub struct GateEvaluation {
     pub decision: DecisionKind,
 }
 
+/// An operator's advance, complete or broaden that a gate refused. Kept apart from the
+/// stage's evaluations: an early button press is not evidence about the canary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedAttempt {
+    pub at: i64,
+    pub actor: String,
+    pub action: Trigger,
+    /// The gate that refused, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    pub reason: String,
+}
+
 /// What is recorded when a stage starts, and every evaluation of its gates. The stored
 /// JSON spelling (camelCase) is the database format: keep it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +143,12 @@ pub struct StageState {
     pub evaluations: Vec<GateEvaluation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<StageOutcome>,
+    /// The checks of each signal gate during the bake; see [`crate::checks`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<GateChecks>,
+    /// Operator actions refused while this stage was current.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedAttempt>,
 }
 
 /// The nodes a stage adds when it opens, and the pipeline's events already counted in the
@@ -161,18 +182,18 @@ pub struct ReleaseState {
 }
 
 /// What to do with a release: a decision, or an operator action refused by a failing gate
-/// (recorded with its evaluation; nothing else changes).
+/// (recorded as a refused attempt; nothing else changes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     Decided(Decision),
-    Refused { reason: String },
+    Refused(RefusedAttempt),
 }
 
 impl Step {
     pub fn kind(&self) -> DecisionKind {
         match self {
             Step::Decided(decision) => decision.kind(),
-            Step::Refused { .. } => DecisionKind::Refused,
+            Step::Refused(_) => DecisionKind::Refused,
         }
     }
 
@@ -237,6 +258,8 @@ pub fn open_stage(
         start_minute_events: opened.start_minute_events,
         evaluations: Vec::new(),
         outcome: None,
+        checks: Vec::new(),
+        refused: Vec::new(),
     })
 }
 
@@ -285,6 +308,36 @@ impl ReleaseState {
         )
     }
 
+    /// The next time a signal gate of the baking stage is due for a check; `None` when the
+    /// release is not baking or no check remains before the deadline.
+    pub fn next_check_at(&self) -> Option<i64> {
+        if !self.status.baking() {
+            return None;
+        }
+        let gates = &self.plan.stage(self.current_stage)?.gates;
+        checks::next_check_at(gates, self.current()?)
+    }
+
+    /// The state with `results` (a gate's position in the current stage and its check)
+    /// recorded as checks at `now`, and the gates whose failing checks reached their limit.
+    pub fn record_checks(
+        &self,
+        results: Vec<(usize, GateResult)>,
+        now: i64,
+    ) -> (ReleaseState, Vec<(usize, GateResult)>) {
+        let mut next = self.clone();
+        let gates = self
+            .plan
+            .stage(self.current_stage)
+            .map(|s| s.gates.as_slice())
+            .unwrap_or(&[]);
+        let failed = match next.stages.get_mut(self.current_stage) {
+            Some(stage) => checks::record(stage, gates, results, now),
+            None => Vec::new(),
+        };
+        (next, failed)
+    }
+
     /// Applies `step` at `now`. `evaluation` (the gates just read, if any) is recorded on
     /// the current stage; `opened` must be given when the step opens a stage.
     pub fn apply(
@@ -300,8 +353,12 @@ impl ReleaseState {
         let mut next = self.clone();
         let evaluated = evaluation.is_some();
         let current = next.current_stage;
-        if let (Some(stage), Some(evaluation)) = (next.stages.get_mut(current), evaluation) {
-            stage.evaluations.push(evaluation);
+        if let Some(stage) = next.stages.get_mut(current) {
+            match step {
+                // A refused button press is not evidence: it never becomes an evaluation.
+                Step::Refused(attempt) => stage.refused.push(attempt.clone()),
+                Step::Decided(_) => stage.evaluations.extend(evaluation),
+            }
         }
         let mut decide_current = |outcome: StageOutcome| {
             if let Some(stage) = next.stages.get_mut(current) {
@@ -309,7 +366,7 @@ impl ReleaseState {
             }
         };
         let (reason, deploy) = match step {
-            Step::Refused { reason } => (reason.clone(), Deploy::Nothing),
+            Step::Refused(attempt) => (attempt.reason.clone(), Deploy::Nothing),
             Step::Decided(Decision::StartStage(index)) => {
                 if *index != current + 1 {
                     return Err(TransitionError::OutOfOrder {
@@ -539,26 +596,56 @@ mod tests {
         assert_eq!(by_operator.state.status, ReleaseStatus::RolledBack);
     }
 
+    fn refused(reason: &str) -> Step {
+        Step::Refused(RefusedAttempt {
+            at: T0 + 3_000,
+            actor: "ops@example.com".into(),
+            action: Trigger::Advance,
+            gate: Some("healthWindow".into()),
+            reason: reason.into(),
+        })
+    }
+
     #[test]
-    fn a_refusal_records_its_evaluation_and_changes_nothing_else() {
+    fn a_refusal_is_kept_as_an_attempt_never_as_the_stages_evaluation() {
         let s = started();
+        let step = refused("healthWindow gate failed: bake window has not elapsed: 57s left");
         let t = s
-            .apply(
-                &Step::Refused {
-                    reason: "errorRate gate failed".into(),
-                },
-                Some(evaluation(DecisionKind::Refused)),
-                None,
-                T0,
-            )
+            .apply(&step, Some(evaluation(DecisionKind::Refused)), None, T0)
             .expect("applies");
         assert_eq!(t.kind, DecisionKind::Refused);
         assert_eq!(t.deploy, Deploy::Nothing);
         let mut expected = s.clone();
-        expected.stages[0]
-            .evaluations
-            .push(evaluation(DecisionKind::Refused));
+        let Step::Refused(attempt) = step else {
+            unreachable!()
+        };
+        expected.stages[0].refused.push(attempt);
         assert_eq!(t.state, expected);
+        assert!(t.state.stages[0].evaluations.is_empty());
+    }
+
+    #[test]
+    fn checks_are_recorded_on_the_current_stage_and_set_the_next_check_time() {
+        let plan = RolloutPlan::parse(&json!({"stages": [{
+            "selector": {"percentage": 10}, "bakeSeconds": 60,
+            "gates": [{"errorRate": {"maxPercent": 1, "intervalSeconds": 10}}],
+        }]}))
+        .expect("valid plan");
+        let s = ReleaseState::open(plan, false, nodes(&["a"]), T0);
+        assert_eq!(s.next_check_at(), Some(T0 + 10_000));
+        let result = crate::gates::error_rate(1.0, crate::Scope::Cumulative, None);
+        let (checked, failed) = s.record_checks(vec![(0, result)], T0 + 10_000);
+        assert!(failed.is_empty(), "an inconclusive check fails nothing");
+        assert_eq!(checked.stages[0].checks[0].total, 1);
+        assert_eq!(checked.next_check_at(), Some(T0 + 20_000));
+        let held = checked
+            .apply(&hold("held"), None, None, T0 + 20_000)
+            .expect("applies");
+        assert_eq!(
+            held.state.next_check_at(),
+            None,
+            "only a baking stage is checked"
+        );
     }
 
     #[test]
@@ -608,9 +695,7 @@ mod tests {
             Just(Step::Decided(Decision::Complete)),
             Just(hold("held")),
             Just(rollback()),
-            Just(Step::Refused {
-                reason: "refused".into()
-            }),
+            Just(refused("refused")),
         ]
     }
 

@@ -268,6 +268,13 @@ fn table() -> Vec<Row> {
         // --- releases
         row(Fn("release.new_id"), Viewer, Anywhere, F::Nothing, no_body),
         row(
+            Fn("promql.test"),
+            Viewer,
+            Anywhere,
+            F::Nothing,
+            |_, _| json!({ "query": "up" }),
+        ),
+        row(
             Fn("release.preview"),
             Viewer,
             Environment,

@@ -67,7 +67,11 @@ async fn no_node_sees_a_version_step_back_while_transitions_commit(app: TestApp)
                 .node_token,
         );
     }
-    let one_stage = json!({"stages": [wave("a", json!([{"healthWindow": {}}]))]});
+    // The pollers only fetch configs and never report, so proof of apply is off.
+    let one_stage = json!({
+        "stages": [wave("a", json!([{"healthWindow": {}}]))],
+        "minAppliedPercent": 0,
+    });
     let mut ids = Vec::new();
     let mut direct = Vec::new();
     for i in 0..RELEASES {

@@ -26,6 +26,8 @@ mod prometheus;
 mod promql;
 mod racing_operators;
 mod rejections;
+mod release_apply;
+mod release_checks;
 mod release_gates;
 mod release_operators;
 mod release_races;

@@ -714,6 +714,44 @@ async fn fencing_over_opamp_holds_on_postgresql_too() {
 }
 
 #[tokio::test]
+async fn a_collector_reporting_failed_for_the_canary_hash_rolls_the_release_back_at_the_next_tick()
+{
+    let app = TestApp::spawn().await;
+    let (pipeline_id, mut canary, mut steady) = two_collectors_on_v1(&app).await;
+    let release = two_stage_canary(&app, &pipeline_id, V2).await;
+    let offer = canary.poll(&app).await;
+    let hash = offer.remote_config.as_ref().unwrap().config_hash.clone();
+    let failed = canary.status(
+        &hash,
+        RemoteConfigStatuses::Failed,
+        "unknown exporter \"debug\"",
+    );
+    canary.send(&app, failed).await;
+
+    // The 60 s bake is far from over: the report itself fails the stage at the next tick.
+    app.clock.advance_ms(1_000);
+    let outcomes = releases::tick(&app.control, app.now()).await.unwrap();
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    assert_eq!(outcomes[0].decision.as_str(), "rollback");
+    let rolled_back = releases::get_release(&app.control, &release.id)
+        .await
+        .unwrap();
+    let failure = rolled_back.state.failure_reason.unwrap();
+    assert_eq!(
+        failure,
+        "stage 1 failed during its bake: canaryCrash: canary reports v2 CRASHED: \
+         unknown exporter \"debug\""
+    );
+    // The canary is offered the reverted config (v1's body as v3); the other collector
+    // already runs that body, so it is offered nothing new.
+    assert_eq!(
+        offered(&canary.poll(&app).await),
+        config(&[("edge-logs", V1)])
+    );
+    assert_eq!(offered(&steady.poll(&app).await), None);
+}
+
+#[tokio::test]
 async fn an_untargeted_collector_gets_an_empty_config_while_a_first_deploy_is_withheld() {
     let app = TestApp::spawn().await;
     let pipeline = app.create_pipeline("edge-logs", &[]).await;

@@ -147,6 +147,22 @@ fn free_port() -> u16 {
 }
 
 /// A base URL on which nothing listens: connecting is refused.
+/// Answers a good one-number sample to the first query of each text (the preflight when the
+/// release is created), then whatever `answer` says: how a Prometheus that goes bad during
+/// the bake looks.
+pub fn after_preflight(
+    answer: impl Fn(&str) -> Answer + Send + Sync + 'static,
+) -> impl Fn(&str) -> Answer + Send + Sync + 'static {
+    let seen = Mutex::new(std::collections::HashSet::new());
+    move |query| {
+        if seen.lock().unwrap().insert(query.to_string()) {
+            Answer::sample("0")
+        } else {
+            answer(query)
+        }
+    }
+}
+
 pub fn unreachable_url() -> String {
     format!("http://127.0.0.1:{}", free_port())
 }

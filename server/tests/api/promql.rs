@@ -11,8 +11,8 @@ use vf_control::testing::TestDb;
 
 use crate::helpers::{LogCapture, TestApp};
 use crate::prometheus::{
-    prometheus_settings, unreachable_url, Answer, FakePrometheus, Prometheus, ERROR_RATIO,
-    ERROR_RATIO_RULE,
+    after_preflight, prometheus_settings, unreachable_url, Answer, FakePrometheus, Prometheus,
+    ERROR_RATIO, ERROR_RATIO_RULE,
 };
 
 const BAKE_MS: i64 = 30_000;
@@ -32,7 +32,9 @@ struct Rollout {
     release_id: String,
 }
 
-async fn start_rollout(app: &TestApp, plan: Value) -> Rollout {
+async fn start_rollout(app: &TestApp, mut plan: Value) -> Rollout {
+    // The enrolled nodes never report: these tests are about PromQL, not proof of apply.
+    plan["minAppliedPercent"] = json!(0);
     app.enroll("edge-1", &[("tier", "edge")]).await;
     app.enroll("edge-2", &[("tier", "edge")]).await;
     let pipeline = app.create_pipeline("logs", &[]).await;
@@ -217,44 +219,111 @@ async fn a_one_sample_vector_from_real_prometheus_is_compared_against_the_thresh
     assert_eq!(result["reason"], "query result 1 is not greater than 1");
 }
 
+/// `release.canary.create` with a one-stage plan gated by `query`, refused with 400; returns
+/// the message.
+async fn refused_at_create(app: &TestApp, query: &str) -> String {
+    app.enroll("edge-1", &[("tier", "edge")]).await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    app.deploy(&pipeline.id, "v: 1\n").await;
+    let plan = json!({"stages": [stage(100, vec![promql(query, "lt", 1.0)])]});
+    let message = app
+        .call_refused(
+            "release.canary.create",
+            json!({"pipeline_id": pipeline.id, "config_yaml": "v: 2\n", "rollout_plan": plan}),
+            400,
+        )
+        .await;
+    let (status, releases) = app
+        .call("release.list", json!({"pipeline_id": pipeline.id}))
+        .await;
+    assert_eq!(
+        (status, releases.as_str()),
+        (200, "[]"),
+        "nothing was created"
+    );
+    message
+}
+
+const QUERY_FIELD: &str = "rolloutPlan.stages[0].gates[0].customPromQL.query";
+
 #[tokio::test]
-async fn a_multi_sample_vector_from_real_prometheus_fails_closed_saying_multi_sample() {
+async fn a_query_returning_several_series_on_real_prometheus_is_refused_at_create() {
     let prometheus = Prometheus::start().await;
     let app = TestApp::spawn_with_prometheus(&prometheus.url, None).await;
     let query = r#"vector(1) or label_replace(vector(2), "x", "y", "", "")"#;
-    let result = bake_single_gate(&app, promql(query, "gte", 1.0)).await;
-    assert_failed_closed(
-        &result,
-        query,
-        "multi-sample vector (2 series): fails closed",
+    assert_eq!(
+        refused_at_create(&app, query).await,
+        format!(
+            "{QUERY_FIELD}: does not return exactly one number: multi-sample vector (2 series)"
+        )
     );
 }
 
 #[tokio::test]
-async fn an_empty_vector_from_real_prometheus_fails_closed_saying_empty() {
+async fn a_query_returning_no_data_on_real_prometheus_is_refused_at_create() {
     let prometheus = Prometheus::start().await;
     let app = TestApp::spawn_with_prometheus(&prometheus.url, None).await;
-    let result = bake_single_gate(&app, promql("vector(1) > 5", "lt", 1.0)).await;
-    assert_failed_closed(
-        &result,
-        "vector(1) > 5",
-        "empty vector: no series matched: fails closed",
+    assert_eq!(
+        refused_at_create(&app, "vector(1) > 5").await,
+        format!(
+            "{QUERY_FIELD}: returns no data now (empty vector: no series matched); \
+             a gate needs exactly one number"
+        )
     );
 }
 
 #[tokio::test]
-async fn a_query_real_prometheus_cannot_parse_fails_closed_with_prometheus_error() {
+async fn a_query_real_prometheus_cannot_parse_is_refused_at_create_with_its_error() {
     let prometheus = Prometheus::start().await;
     let app = TestApp::spawn_with_prometheus(&prometheus.url, None).await;
-    let result = bake_single_gate(&app, promql("sum(rate(x[5m]", "lt", 1.0)).await;
-    assert_eq!(result["verdict"], "fail", "{result}");
-    let reason = result["reason"].as_str().unwrap();
+    let message = refused_at_create(&app, "sum(rate(x[5m]").await;
     assert!(
-        reason.starts_with("Prometheus answered HTTP 400 (bad_data: ")
-            && reason.contains("parse error")
-            && reason.ends_with(": fails closed"),
-        "{reason}"
+        message.starts_with(&format!(
+            "{QUERY_FIELD}: does not return exactly one number: Prometheus answered HTTP 400 (bad_data: "
+        )) && message.contains("parse error"),
+        "{message}"
     );
+}
+
+#[tokio::test]
+async fn a_plan_is_refused_at_create_when_prometheus_cannot_be_reached() {
+    let app = TestApp::spawn_with_prometheus(&unreachable_url(), Some(TOKEN)).await;
+    assert_eq!(
+        refused_at_create(&app, "edge_errors").await,
+        format!(
+            "{QUERY_FIELD}: does not return exactly one number: could not reach Prometheus \
+             (connection refused)"
+        )
+    );
+}
+
+#[tokio::test]
+async fn test_query_shows_what_real_prometheus_gives_now_against_the_threshold() {
+    let prometheus = Prometheus::start().await;
+    let app = TestApp::spawn_with_prometheus(&prometheus.url, None).await;
+    let test = |query: &str, threshold: Value| {
+        app.call_ok(
+            "promql.test",
+            json!({"query": query, "comparator": "lt", "threshold": threshold}),
+        )
+    };
+    let failing = test("vector(1)", json!(0.5)).await;
+    assert_eq!(
+        failing,
+        json!({"value": 1.0, "passes": false, "text": "query result 1 is not less than 0.5"})
+    );
+    assert_eq!(test("vector(1)", json!(2)).await["passes"], true);
+    let empty = test("vector(1) > 5", json!(1)).await;
+    assert_eq!(empty["value"], Value::Null);
+    assert_eq!(
+        empty["text"],
+        "returns no data now (empty vector: no series matched); a gate needs exactly one number"
+    );
+    // Without a threshold it just reads the value.
+    let bare = app
+        .call_ok("promql.test", json!({"query": "vector(3)"}))
+        .await;
+    assert_eq!(bare["text"], "query result 3");
 }
 
 // --- answers only a fake gives on demand ----------------------------------------------
@@ -262,11 +331,25 @@ async fn a_query_real_prometheus_cannot_parse_fails_closed_with_prometheus_error
 /// Bakes a one-gate rollout against a fake answering `answer`, queried with [`TOKEN`] and
 /// `timeout_ms`; returns the recorded gate result after checking how the token travelled.
 async fn gate_result_from_fake(answer: Answer, timeout_ms: Option<u64>) -> Value {
-    let fake = FakePrometheus::start(move |_| answer.clone()).await;
+    let fake = FakePrometheus::start(after_preflight(move |_| answer.clone())).await;
     let settings = prometheus_settings(&fake.url, Some(TOKEN), timeout_ms);
     let app = TestApp::spawn_with(TestDb::sqlite(), |c| c.prometheus = Some(settings)).await;
     let result = bake_single_gate(&app, promql("edge_errors", "lt", 1.0)).await;
     fake.assert_token_sent_as_header_only(TOKEN);
+    // The deadline's final check is counted as what it was (an error, or no data for NaN),
+    // apart from a value over the threshold, while the settled verdict fails closed.
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let check = |verdict: &str| {
+        metrics.contains(&format!(
+            r#"vectorflow_gate_checks_total{{gate="customPromQL",verdict="{verdict}"}} 1"#
+        ))
+    };
+    assert!(check("error") || check("inconclusive"), "{metrics}");
+    assert!(!check("fail"), "{metrics}");
+    assert!(
+        metrics.contains(r#"vectorflow_gate_results_total{gate="customPromQL",verdict="fail"} 1"#),
+        "{metrics}"
+    );
     result
 }
 
@@ -320,24 +403,13 @@ async fn an_answer_slower_than_the_prometheus_timeout_fails_closed_saying_timeou
     assert_failed_closed(&result, "edge_errors", "query timed out: fails closed");
 }
 
-#[tokio::test]
-async fn an_unreachable_prometheus_fails_closed_saying_it_could_not_be_reached() {
-    let app = TestApp::spawn_with_prometheus(&unreachable_url(), Some(TOKEN)).await;
-    let result = bake_single_gate(&app, promql("edge_errors", "lt", 1.0)).await;
-    assert_failed_closed(
-        &result,
-        "edge_errors",
-        "could not reach Prometheus (connection refused): fails closed",
-    );
-}
-
 // --- the bearer token -----------------------------------------------------------------
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_audit_event() {
     let logs = LogCapture::start();
     // Answers that put the request into error text: a proxy echoing the header it refused.
-    let fake = FakePrometheus::start(|query| match query {
+    let fake = FakePrometheus::start(after_preflight(|query| match query {
         "edge_errors_500" => Answer::error(
             500,
             "internal",
@@ -345,7 +417,7 @@ async fn the_prometheus_bearer_token_appears_in_no_log_answer_gate_evidence_or_a
         ),
         "edge_errors_error" => Answer::error(200, "execution", "too many samples"),
         _ => Answer::sample("0").after(Duration::from_secs(2)),
-    })
+    }))
     .await;
     let settings = prometheus_settings(&fake.url, Some(TOKEN), Some(200));
     let app = TestApp::spawn_with(TestDb::postgres().await, |c| {

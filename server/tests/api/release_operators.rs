@@ -161,11 +161,13 @@ async fn planless_canary_holds_after_its_window_and_is_broadened_by_hand(
     assert_eq!(broadened["status"], "BROADENED");
     let evaluations = broadened["stages"][0]["evaluations"].as_array().unwrap();
     let decisions: Vec<&Value> = evaluations.iter().map(|e| &e["decision"]).collect();
-    assert_eq!(
-        decisions,
-        [&json!("refused"), &json!("hold"), &json!("complete")]
-    );
-    assert_eq!(evaluations[2]["trigger"], "broaden");
+    assert_eq!(decisions, [&json!("hold"), &json!("complete")]);
+    assert_eq!(evaluations[1]["trigger"], "broaden");
+    // The early press is kept as a refused attempt, not as the stage's evidence.
+    let refused = broadened["stages"][0]["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["action"], "broaden");
+    assert_eq!(refused[0]["gate"], "healthWindow");
     assert_eq!(app.deployed_version(&p.id).await, Some(2));
     poll_all(&mut [&mut a1, &mut a2, &mut b1, &mut b2]).await;
     assert_eq!(served(&[&a1, &a2, &b1, &b2], &p.id), [Some(2); 4]);

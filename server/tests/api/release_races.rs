@@ -24,7 +24,7 @@ async fn due_release(app: &TestApp) -> (String, String, [vf_agent::Agent; 2]) {
             "rollout_plan": {"stages": [wave("a", json!([{"healthWindow": {}}]))]},
         }))
         .await;
-    poll_all(&mut [&mut a, &mut b]).await;
+    poll_twice(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(1)]);
     app.clock.advance_ms(30_000);
     (p.id, id, [a, b])

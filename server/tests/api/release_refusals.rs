@@ -6,8 +6,7 @@ use vf_control::fleet;
 
 use crate::helpers::{labels, operator, TestApp, OPERATOR};
 use crate::releases::{
-    actions, details, poll_all, poll_twice, results, served, stage, two_waves_on_v1, wave,
-    BAD_CONFIG,
+    actions, details, poll_all, poll_twice, served, stage, two_waves_on_v1, wave, BAD_CONFIG,
 };
 
 /// What a refused call must leave alone: every version, every release, the deployed version.
@@ -180,13 +179,17 @@ async fn a_manual_advance_refused_by_a_failing_gate_changes_nothing_and_never_ro
     assert_eq!(r["failure_reason"], Value::Null);
     assert_eq!(r["stages"].as_array().unwrap().len(), 1);
     assert_eq!(r["stages"][0]["outcome"], Value::Null);
+    // The refusals are kept as attempts; the stage's evidence stays untouched.
+    assert_eq!(r["stages"][0]["evaluations"], json!([]));
     for (i, action) in ["advance", "complete"].into_iter().enumerate() {
-        let evaluation = &r["stages"][0]["evaluations"][i];
-        assert_eq!(evaluation["trigger"], action);
-        assert_eq!(evaluation["actor"], OPERATOR);
-        assert_eq!(evaluation["decision"], "refused");
-        assert_eq!(results(&r, 0, i)[0]["gate"], "errorRate");
-        assert_eq!(results(&r, 0, i)[0]["verdict"], "fail");
+        let attempt = &r["stages"][0]["refused"][i];
+        assert_eq!(attempt["action"], action);
+        assert_eq!(attempt["actor"], OPERATOR);
+        assert_eq!(attempt["gate"], "errorRate");
+        assert!(
+            attempt["reason"].as_str().unwrap().contains("50.00%"),
+            "{attempt}"
+        );
     }
     assert_eq!(state(&app, &p.id).await.0, before.0, "no version published");
     assert_eq!(app.deployed_version(&p.id).await, Some(1));
@@ -197,7 +200,14 @@ async fn a_manual_advance_refused_by_a_failing_gate_changes_nothing_and_never_ro
         actions(&log),
         ["release.create", "release.refused", "release.refused"]
     );
-    assert_eq!(details(&log[1])["gateResults"][0]["verdict"], "fail");
+    assert!(
+        details(&log[1])["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("errorRate gate failed"),
+        "{}",
+        details(&log[1])
+    );
 
     // The refusals did not move the deadline: the scheduler decides on time, and it rolls back.
     assert!(app.tick_after(10_000).await.is_empty());
@@ -224,6 +234,7 @@ async fn actions_on_an_unknown_release_are_404_and_on_a_finished_one_409() {
             "pipeline_id": pipeline_id, "config_yaml": "v: 2\n", "rollout_plan": plan,
         }))
         .await;
+    poll_twice(&mut [&mut agent]).await;
     app.press("complete", &id).await;
     poll_all(&mut [&mut agent]).await;
     assert_eq!(served(&[&agent], &pipeline_id), [Some(2)]);

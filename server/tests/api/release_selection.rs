@@ -8,7 +8,7 @@ use vf_agent::Agent;
 use vf_control::fleet;
 
 use crate::helpers::{labels, operator, TestApp};
-use crate::releases::{poll_all, served, stage};
+use crate::releases::{poll_all, poll_twice, served, stage};
 
 async fn node_ids(app: &TestApp, release_id: &str, stage: usize) -> BTreeSet<String> {
     app.stage_nodes(release_id, stage)
@@ -60,7 +60,7 @@ async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_
             .map(|a| Some(if targeted.contains(a.node_id()) { 2 } else { 1 }))
             .collect()
     };
-    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4]).await;
+    poll_twice(&mut [&mut n1, &mut n2, &mut n3, &mut n4]).await;
     let fleet = [&n1, &n2, &n3, &n4];
     assert_eq!(served(&fleet, &p.id), expect(&fleet, &first));
 
@@ -76,7 +76,7 @@ async fn percentage_stages_target_half_the_fleet_then_the_rest_without_dropping_
         first.union(&second).cloned().collect::<BTreeSet<_>>(),
         ids(&[&n1, &n2, &n3, &n4])
     );
-    poll_all(&mut [&mut n1, &mut n2, &mut n3, &mut n4, &mut late]).await;
+    poll_twice(&mut [&mut n1, &mut n2, &mut n3, &mut n4, &mut late]).await;
     assert_eq!(
         served(&[&n1, &n2, &n3, &n4, &late], &p.id),
         [Some(2), Some(2), Some(2), Some(2), Some(1)]
@@ -132,7 +132,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
         }))
         .await;
     assert_eq!(node_ids(&app, &id, 0).await, ids(&[&edge1, &edge2]));
-    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    poll_twice(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
     assert_eq!(
         served(&[&edge1, &edge2, &core, &dev], &p.id),
         [Some(2), Some(2), Some(1), None]
@@ -141,7 +141,7 @@ async fn a_node_group_stage_targets_the_groups_nodes_within_the_pipelines_select
 
     assert_eq!(app.decide_after(30_000).await, "advance");
     assert_eq!(node_ids(&app, &id, 1).await, ids(&[&core]));
-    poll_all(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
+    poll_twice(&mut [&mut edge1, &mut edge2, &mut core, &mut dev]).await;
     assert_eq!(
         served(&[&edge1, &edge2, &core, &dev], &p.id),
         [Some(2), Some(2), Some(2), None]
@@ -181,7 +181,7 @@ async fn deleting_a_node_group_a_later_stage_names_never_leaves_the_release_stuc
             ]},
         }))
         .await;
-    poll_all(&mut [&mut a, &mut edge]).await;
+    poll_twice(&mut [&mut a, &mut edge]).await;
     assert_eq!(served(&[&a, &edge], &p.id), [Some(2), Some(1)]);
 
     let deleted =

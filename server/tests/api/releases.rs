@@ -52,10 +52,14 @@ impl TestApp {
             .to_string()
     }
 
-    /// Moves the clock and runs one scheduler step.
+    /// Moves the clock and runs one scheduler step; returns the transitions it made (gate
+    /// checks during a bake that decided nothing are left out).
     pub async fn tick_after(&self, ms: i64) -> Vec<releases::TickOutcome> {
         self.clock.advance_ms(ms);
-        releases::tick(&self.control, self.now()).await.unwrap()
+        let outcomes = releases::tick(&self.control, self.now()).await.unwrap();
+        (outcomes.into_iter())
+            .filter(|o| o.decision != releases::Ticked::Checked)
+            .collect()
     }
 
     /// One scheduler step that must decide exactly one release; returns the decision.

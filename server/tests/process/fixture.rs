@@ -147,12 +147,17 @@ impl Fixture {
     }
 
     /// A release of `config_yaml` with `plan`, created now (the fixture's clock).
+    /// A release of `config_yaml` by `plan`. The fixture's nodes are enrolled but report no
+    /// pipeline, so proof of apply is off (`minAppliedPercent: 0`) unless the plan says.
     pub async fn create_release(
         &self,
         pipeline_id: &str,
         config_yaml: &str,
-        plan: Value,
+        mut plan: Value,
     ) -> Release {
+        if plan.get("minAppliedPercent").is_none() {
+            plan["minAppliedPercent"] = 0.into();
+        }
         releases::create_canary(
             &self.control,
             &operator(),

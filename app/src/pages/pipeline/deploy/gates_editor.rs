@@ -4,6 +4,7 @@ use leptos::prelude::*;
 
 use super::field_errors::{CheckedPlan, Field};
 use super::plan_model::{GateEdit, GateKind, GatesDraft};
+use crate::api::releases::TestPromql;
 
 const COMPARATORS: [(&str, &str); 4] = [
     ("lt", "lt (less than)"),
@@ -25,6 +26,7 @@ pub fn GatesEditor(
     id_prefix: String,
 ) -> impl IntoView {
     let prefix = StoredValue::new(id_prefix);
+    let test = ServerAction::<TestPromql>::new();
     let id = move |suffix: &str| prefix.with_value(|p| format!("{p}-{suffix}"));
     let on = move |kind: GateKind| Memo::new(move |_| gates.with(|g| g.is_on(kind)));
     let (error_rate, throughput, promql) = (
@@ -87,9 +89,33 @@ pub fn GatesEditor(
                     {number("Threshold", Field::Threshold, "threshold", |g| g.threshold.clone(), GateEdit::Threshold)}
                 </div>
                 {field_error(Field::Comparator, id("comparator-error"))}
+                <div class="inline-fields">
+                    <button type="button" disabled=move || test.pending().get()
+                        on:click=move |_| {
+                            let (query, comparator, threshold) = gates.with(|g| {
+                                (g.query.clone(), g.comparator.clone(), g.threshold.trim().parse::<f64>().ok())
+                            });
+                            test.dispatch(TestPromql { query, comparator, threshold });
+                        }>"Test query"</button>
+                    <span class="hint" data-testid="promql-test" aria-live="polite">
+                        {move || test.value().get().map(|r| match r {
+                            Ok(t) => {
+                                let verdict = match t.passes {
+                                    Some(true) => "passes now: ",
+                                    Some(false) => "fails now: ",
+                                    None => "",
+                                };
+                                format!("{verdict}{}", t.text)
+                            }
+                            Err(e) => crate::api::error_text(&e),
+                        })}
+                    </span>
+                </div>
                 <p class="hint">
                     "Passes when the query's single number compares to the threshold as chosen. "
-                    "An error, a timeout, or an empty or multi-sample result fails the gate."
+                    "A plan whose query does not give one number now is refused when it starts; "
+                    "during the bake an empty result is no data and an error is an error, "
+                    "both failing closed at the deadline unless the gate's onNoData says hold."
                 </p>
             </div>
         }

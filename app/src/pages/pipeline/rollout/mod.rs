@@ -2,6 +2,7 @@
 //! by status (the nodes table below lists them), its gate results and evidence, the bake countdown, the nodes not targeted yet, and the
 //! operator buttons the release's state allows.
 
+mod checks;
 mod countdown;
 mod gates;
 
@@ -12,7 +13,8 @@ use crate::api::error_text;
 use crate::api::releases::{AdvanceRelease, BroadenRelease, CompleteRelease, RollbackRelease};
 use crate::components::{ErrorBox, StatusBadge};
 use crate::types::{NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
-use countdown::Countdown;
+use checks::{LiveChecks, RefusedAttempts};
+use countdown::{format_remaining, Countdown};
 pub use gates::GateEvaluations;
 
 /// The operator actions, created once per page so their results survive refreshes.
@@ -177,7 +179,11 @@ fn ActionButtons(
     use vf_rules::Action;
     let id = StoredValue::new(release_id);
     let busy = move || actions.pending();
+    // A health window still baking refuses advance and complete: say so instead of offering
+    // buttons that can only be refused.
+    let left = health_window_left(&release);
     let button = move |action: Action| {
+        let waits = left.is_some() && action != Action::Rollback;
         let class = match action {
             Action::Advance | Action::Broaden => "primary",
             Action::Complete => "",
@@ -205,14 +211,28 @@ fn ActionButtons(
                 }
             }
         };
-        view! { <button class=class disabled=busy on:click=run>{action.label()}</button> }
+        view! { <button class=class disabled=move || busy() || waits on:click=run>{action.label()}</button> }
     };
     view! {
         <div class="actions" role="group" aria-label="Release actions">
             {release.allowed_actions.iter().copied().map(button).collect_view()}
+            {left.map(|ms| view! {
+                <span class="muted small" data-testid="health-window-left">
+                    {format!("Health window: {} left", format_remaining(ms))}
+                </span>
+            })}
         </div>
         {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
     }
+}
+
+/// Milliseconds left of the current stage's health window while it bakes; `None` when the
+/// stage has no health window or it is over.
+fn health_window_left(r: &ReleaseView) -> Option<i64> {
+    let stage = r.plan.as_ref()?.stage(r.current_stage as usize)?;
+    let has_window = stage.gates.contains(&vf_rules::Gate::HealthWindow);
+    let left = r.bake_deadline? - r.now;
+    (r.baking() && has_window && left > 0).then_some(left)
 }
 
 #[component]
@@ -224,6 +244,8 @@ fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl 
     let gates: Vec<&str> = planned
         .map(|s| s.gates.iter().map(|g| g.kind()).collect())
         .unwrap_or_default();
+    let planned_gates = planned.map(|s| s.gates.clone()).unwrap_or_default();
+    let baking = state == StageStanding::Baking;
     let class = format!("stage stage-{}", state.as_str().replace(' ', "-"));
     let number = index as i64 + 1;
     view! {
@@ -243,7 +265,9 @@ fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl 
                     })}
                 </p>
                 {(s.counts.total > 0).then(|| view! { <StageCounts counts=s.counts.clone()/> })}
+                <LiveChecks gates=planned_gates.clone() checks=s.checks.clone() baking/>
                 <GateEvaluations evaluations=s.evaluations.clone()/>
+                <RefusedAttempts attempts=s.refused.clone()/>
             })}
         </li>
     }
