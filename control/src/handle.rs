@@ -14,6 +14,8 @@ pub struct Settings {
     pub prometheus: Option<PromSettings>,
     /// How long a sign-in lasts, in milliseconds.
     pub session_ttl_ms: i64,
+    /// `VF_CONFIG_VALIDATE_COMMAND`: checks every config before a version of it exists.
+    pub config_validator: Option<crate::config_check::ConfigValidator>,
 }
 
 impl Default for Settings {
@@ -22,6 +24,7 @@ impl Default for Settings {
             poll_interval_ms: 5_000,
             prometheus: None,
             session_ttl_ms: 12 * 60 * 60 * 1000,
+            config_validator: None,
         }
     }
 }

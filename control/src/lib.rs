@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod agent;
 pub mod audit;
 pub mod clock;
+pub mod config_check;
 pub mod db;
 pub mod delivery;
 pub mod error;

@@ -74,6 +74,8 @@ pub fn parse_config(config_yaml: &str) -> Result<String> {
             format!("must be at most {} KiB", MAX_CONFIG_BYTES / 1024),
         ));
     }
+    vf_rules::check_config_yaml(config_yaml)
+        .map_err(|problem| ControlError::invalid("configYaml", problem.to_string()))?;
     Ok(config_yaml.to_string())
 }
 
@@ -265,7 +267,9 @@ pub(crate) async fn insert_version(
 }
 
 /// Direct deploy: publishes `config_yaml` as the next version and makes it the deployed
-/// version every eligible node converges on. Refused while a release is in flight.
+/// version every eligible node converges on. Refused while a release is in flight, and for a
+/// config identical to the deployed version. The caller runs the validator command first
+/// ([`crate::config_check::validate`]).
 pub async fn deploy(
     db: &Db,
     actor: &Actor,
@@ -278,6 +282,7 @@ pub async fn deploy(
     let changelog = parse_changelog(changelog)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
     refuse_if_release_in_flight(&db.pool, pipeline_id, "deploy directly").await?;
+    crate::config_check::refuse_identical(db, &pipeline, &config).await?;
     let mut tx = audit::begin(db).await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
     let version =

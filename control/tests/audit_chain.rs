@@ -123,16 +123,11 @@ async fn concurrent_deploys_do_not_fork_the_chain_on_postgres() {
             let db = db.clone();
             let id = id.to_string();
             async move {
-                pipelines::deploy(
-                    &db,
-                    &Actor::system("alice"),
-                    &id,
-                    "sources: {}\n",
-                    "go",
-                    T0 + round,
-                )
-                .await
-                .unwrap()
+                // Each round publishes a new config: an identical one is refused.
+                let config = format!("sources: {{}}\n# round {round}\n");
+                pipelines::deploy(&db, &Actor::system("alice"), &id, &config, "go", T0 + round)
+                    .await
+                    .unwrap()
             }
         };
         tokio::join!(

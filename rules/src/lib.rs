@@ -12,6 +12,7 @@
 //! - [`fencing`]: which version a node is served while a release is in flight.
 //! - [`gates`]: gate verdicts from already-fetched inputs, and the no-data policy.
 //! - [`checks`]: checks of the signal gates during a bake, and failure limits.
+//! - [`config`]: what a pipeline config must be before a version of it exists.
 //! - [`node`]: a node's status (HEALTHY, DEGRADED, UNREACHABLE, UNKNOWN) from its last contact.
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
 //! - [`release`]: release statuses, operator actions and what happens when a bake ends;
@@ -19,6 +20,7 @@
 
 pub mod access;
 pub mod checks;
+pub mod config;
 pub mod fencing;
 pub mod gates;
 pub mod node;
@@ -29,6 +31,7 @@ pub mod release;
 pub mod select;
 
 pub use checks::{Check, GateChecks};
+pub use config::{check_config_yaml, ConfigProblem};
 pub use fencing::{served, InFlight, Served, ServedKind};
 pub use gates::{
     all_passed, applied, crashed, custom_promql, error_rate, evaluate, evaluate_stage, preflight,

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use vf_control::config_check::ConfigValidator;
 use vf_control::promql::PromSettings;
 
 /// A start-up configuration error.
@@ -48,6 +49,8 @@ pub struct Config {
     /// How often polls' last-seen times are written; `None` (0): only on shutdown.
     pub last_seen_flush_ms: Option<u64>,
     pub prometheus: Option<PromSettings>,
+    /// `VF_CONFIG_VALIDATE_COMMAND` (+ `VF_CONFIG_VALIDATE_TIMEOUT_MS`).
+    pub config_validator: Option<ConfigValidator>,
     /// Registered on start as a read-only token for `GET /api/edge-config`.
     pub edge_config_token: Option<String>,
     /// The first admin, created on a first start (no users yet).
@@ -254,6 +257,28 @@ impl Config {
                 })
             }
         };
+        let config_validator = match get("VF_CONFIG_VALIDATE_COMMAND") {
+            None => None,
+            Some(command) => {
+                let timeout_ms = parse_int(
+                    "VF_CONFIG_VALIDATE_TIMEOUT_MS",
+                    get("VF_CONFIG_VALIDATE_TIMEOUT_MS"),
+                    10_000,
+                    100,
+                    120_000,
+                )?;
+                if !command.contains("{file}") {
+                    return Err(err(
+                        "VF_CONFIG_VALIDATE_COMMAND",
+                        "must contain {file}, where the config's path goes",
+                    ));
+                }
+                Some(ConfigValidator {
+                    command,
+                    timeout: Duration::from_millis(timeout_ms as u64),
+                })
+            }
+        };
         let edge_config_token = get("VF_EDGE_CONFIG_TOKEN");
         if edge_config_token.as_ref().is_some_and(|t| t.len() < 16) {
             return Err(err(
@@ -330,6 +355,7 @@ impl Config {
             last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
             db_max_connections,
             prometheus,
+            config_validator,
             edge_config_token,
             admin_email,
             admin_password,
@@ -376,6 +402,26 @@ mod tests {
         assert_eq!(c.database_url, "sqlite://vectorflow.db");
         assert_eq!(c.addr.to_string(), "127.0.0.1:3000");
         assert_eq!(c.poll_interval_ms, 5_000);
+    }
+
+    #[test]
+    fn a_config_validator_needs_the_file_placeholder_and_has_a_bounded_timeout() {
+        let e = Config::from_vars(vars(&[("VF_CONFIG_VALIDATE_COMMAND", "vector validate")]))
+            .unwrap_err();
+        assert_eq!(e.var, "VF_CONFIG_VALIDATE_COMMAND");
+        let c = Config::from_vars(vars(&[(
+            "VF_CONFIG_VALIDATE_COMMAND",
+            "vector validate --no-environment {file}",
+        )]))
+        .unwrap();
+        let v = c.config_validator.expect("set");
+        assert_eq!(v.timeout, Duration::from_secs(10));
+        let e = Config::from_vars(vars(&[
+            ("VF_CONFIG_VALIDATE_COMMAND", "v {file}"),
+            ("VF_CONFIG_VALIDATE_TIMEOUT_MS", "50"),
+        ]))
+        .unwrap_err();
+        assert_eq!(e.var, "VF_CONFIG_VALIDATE_TIMEOUT_MS");
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub async fn build_with_clock(
             poll_interval_ms: config.poll_interval_ms,
             prometheus: config.prometheus.clone(),
             session_ttl_ms: config.session_ttl_ms,
+            config_validator: config.config_validator.clone(),
         },
     );
     bootstrap(&control, &config).await?;

@@ -378,6 +378,10 @@ pub async fn deploy_pipeline(
     use super::server::*;
     use vf_control::access::{Role, Target};
     let (ctl, g) = authorize(Role::Editor, Target::Pipeline(&pipeline_id)).await?;
+    vf_control::pipelines::parse_config(&config_yaml).map_err(fail)?;
+    vf_control::config_check::validate(ctl.settings.config_validator.as_ref(), &config_yaml)
+        .await
+        .map_err(fail)?;
     let v = vf_control::pipelines::deploy(
         &ctl.db,
         &g.actor,

@@ -146,7 +146,9 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
         ));
     }
     let pipeline = get_pipeline(db, &req.pipeline_id).await?;
+    crate::config_check::refuse_identical(db, &pipeline, &config).await?;
     refuse_if_release_in_flight(&db.pool, &pipeline.id, "create a canary").await?;
+    crate::config_check::validate(ctl.settings.config_validator.as_ref(), &config).await?;
 
     let snapshot = FleetSnapshot::read(db, &pipeline).await?;
     let release_id = match &req.release_id {

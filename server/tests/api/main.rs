@@ -9,6 +9,7 @@ mod accounts;
 mod admission;
 mod agent_protocol;
 mod bootstrap;
+mod config_checks;
 mod delivery_consistency;
 mod edge;
 mod fleet_pages;

@@ -1080,6 +1080,8 @@ async fn the_real_opamp_client_follows_a_staged_rollout() {
     // The bake passes: stage 2 opens for wave=two, then the release completes.
     assert_eq!(app.decide_after(60_000).await, "advance");
     two.wait_applied(V2).await;
+    // Proof of apply: the stage passes once the server has recorded wave two running v2.
+    wait_status(&app, &two_node.id, &pipeline.id, 2, "RUNNING").await;
     assert_eq!(app.decide_after(60_000).await, "complete");
     let done = releases::get_release(&app.control, &release.id)
         .await

@@ -1,0 +1,32 @@
+import { test, expect } from '@playwright/test';
+import { signIn, unique } from './helpers';
+
+// Issue: operator safety. YAML that does not parse is marked on its line as it is typed,
+// and the server refuses it with the same line and column.
+
+test('broken YAML is marked on its line in the editor and refused by the server', async ({ page }) => {
+  await signIn(page);
+  const name = unique('yaml');
+  await page.goto('/pipelines');
+  await page.getByLabel('Name').fill(name);
+  await page.getByRole('button', { name: 'Create pipeline' }).click();
+  await page.getByRole('status').getByRole('link', { name }).click();
+  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+
+  await page.getByRole('radio', { name: 'Deploy now' }).check();
+  const editor = page.getByLabel('Config (YAML)');
+  await editor.fill('sources:\n  in: [1, 2\n  out: 3\n');
+  await expect(page.getByTestId('config-error-line')).toHaveText('3');
+  await expect(page.getByTestId('config-problem')).toContainText("line 3, column 6: illegal placement of ':' indicator");
+  await expect(editor).toHaveAttribute('aria-invalid', 'true');
+
+  // The server says the same if the operator sends it anyway.
+  await page.getByLabel('Changelog').fill('broken');
+  await page.getByRole('button', { name: 'Deploy now' }).click();
+  await expect(page.getByRole('alert')).toContainText('configYaml: line 3, column 6');
+
+  // Fixed, the mark goes away.
+  await editor.fill('sources:\n  in: [1, 2]\n  out: 3\n');
+  await expect(page.getByTestId('config-error-line')).toHaveCount(0);
+  await expect(page.getByTestId('config-problem')).toHaveCount(0);
+});

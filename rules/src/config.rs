@@ -1,0 +1,105 @@
+//! What a pipeline config must be before a version of it exists: YAML that parses, one
+//! document, a mapping at the top. The editor runs the same check as the server, so a
+//! problem is marked on its line before anything is sent.
+//!
+//! Whether the config means anything to Vector is not decided here: the server can run a
+//! validator command for that (`VF_CONFIG_VALIDATE_COMMAND`), and refuses a config identical
+//! to the deployed or in-flight version (it needs the stored versions to say so).
+
+use saphyr::{LoadableYamlNode, Yaml};
+
+/// Why a config was refused, and where: `line` and `column` are 1-based, as an editor shows
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct ConfigProblem {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl ConfigProblem {
+    fn at_start(message: &str) -> ConfigProblem {
+        ConfigProblem {
+            line: 1,
+            column: 1,
+            message: message.to_owned(),
+        }
+    }
+}
+
+/// Checks that `text` is one YAML document with a mapping at the top.
+pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
+    let docs = Yaml::load_from_str(text).map_err(|e| ConfigProblem {
+        line: e.marker().line().max(1),
+        column: e.marker().col() + 1,
+        message: e.info().to_owned(),
+    })?;
+    match docs.as_slice() {
+        [] => Err(ConfigProblem::at_start("the config is empty")),
+        [doc] if doc.is_mapping() => Ok(()),
+        [_] => Err(ConfigProblem::at_start(
+            "the config must be a YAML mapping (sources, transforms, sinks, ...)",
+        )),
+        [_, _, ..] => {
+            let line = (text.lines().enumerate().skip(1))
+                .find(|(_, l)| l.trim_end() == "---")
+                .map_or(1, |(i, _)| i + 1);
+            Err(ConfigProblem {
+                line,
+                column: 1,
+                message: "the config must be one YAML document; a second one starts here".into(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> String {
+        check_config_yaml(text).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn a_mapping_passes() {
+        assert_eq!(check_config_yaml("sources:\n  in: {type: stdin}\n"), Ok(()));
+        assert_eq!(check_config_yaml("hello: world\n"), Ok(()));
+    }
+
+    #[test]
+    fn broken_yaml_is_refused_at_its_line_and_column() {
+        assert_eq!(
+            problem("a: 1\nb: [1, 2\nc: 3\n"),
+            "line 3, column 2: illegal placement of ':' indicator"
+        );
+        let unclosed = check_config_yaml("  : [unclosed").expect_err("refused");
+        assert_eq!(unclosed.line, 2);
+        assert!(unclosed.message.contains("flow sequence"), "{unclosed}");
+        assert_eq!(
+            problem("key: \"unterminated\n"),
+            "line 1, column 6: while scanning a quoted scalar, found unexpected end of stream"
+        );
+    }
+
+    #[test]
+    fn a_config_is_one_mapping_document() {
+        assert_eq!(
+            problem("just text\n"),
+            "line 1, column 1: the config must be a YAML mapping (sources, transforms, sinks, ...)"
+        );
+        assert_eq!(
+            problem("- a\n- b\n"),
+            "line 1, column 1: the config must be a YAML mapping (sources, transforms, sinks, ...)"
+        );
+        assert_eq!(
+            problem("a: 1\n---\nb: 2\n"),
+            "line 2, column 1: the config must be one YAML document; a second one starts here"
+        );
+        assert_eq!(
+            problem("# only a comment\n"),
+            "line 1, column 1: the config is empty"
+        );
+    }
+}
