@@ -289,6 +289,12 @@ pub struct ReleaseView {
     pub allowed_actions: Vec<vf_rules::Action>,
     /// Server time when this was read, for countdowns.
     pub now: i64,
+    /// Set while an operator has paused the release.
+    #[serde(default)]
+    pub paused: Option<vf_rules::Pause>,
+    /// The reasons operators gave for their actions, oldest first.
+    #[serde(default)]
+    pub notes: Vec<vf_rules::Note>,
 }
 
 impl ReleaseView {
@@ -297,9 +303,11 @@ impl ReleaseView {
         self.status.is_some_and(|s| s.in_flight())
     }
 
-    /// A stage is baking: its deadline counts down.
+    /// A stage is baking: its deadline counts down (not while paused).
     pub fn baking(&self) -> bool {
-        self.unreadable.is_none() && self.status.is_some_and(|s| s.baking())
+        self.unreadable.is_none()
+            && self.status.is_some_and(|s| s.baking())
+            && self.paused.is_none()
     }
 }
 

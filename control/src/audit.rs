@@ -94,11 +94,15 @@ pub enum AuditAction {
     RolloutOrgRemove,
     /// `rollout.delete`.
     RolloutDelete,
+    /// `release.pause`: an operator paused a release (the bake clock stops).
+    ReleasePause,
+    /// `release.resume`: an operator resumed a paused release.
+    ReleaseResume,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 30] = {
+    pub const ALL: [AuditAction; 32] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -131,6 +135,8 @@ impl AuditAction {
             RolloutOrgPercent,
             RolloutOrgRemove,
             RolloutDelete,
+            ReleasePause,
+            ReleaseResume,
         ]
     };
 
@@ -168,6 +174,8 @@ impl AuditAction {
             RolloutOrgPercent => "rollout.org.percent",
             RolloutOrgRemove => "rollout.org.remove",
             RolloutDelete => "rollout.delete",
+            ReleasePause => "release.pause",
+            ReleaseResume => "release.resume",
         }
     }
 
@@ -177,7 +185,7 @@ impl AuditAction {
         use AuditAction::*;
         match self {
             ReleaseCreate | ReleaseAdvance | ReleaseHold | ReleaseRollback | ReleaseComplete
-            | ReleaseRefused => "release",
+            | ReleaseRefused | ReleasePause | ReleaseResume => "release",
             PipelineCreate | PipelineDeploy => "pipeline",
             NodeEnroll | NodeLabels | NodeRevoke => "node",
             NodeGroupCreate | NodeGroupDelete => "node_group",
@@ -200,6 +208,8 @@ impl AuditAction {
             Hold => AuditAction::ReleaseHold,
             Rollback => AuditAction::ReleaseRollback,
             Refused => AuditAction::ReleaseRefused,
+            Pause => AuditAction::ReleasePause,
+            Resume => AuditAction::ReleaseResume,
         }
     }
 
@@ -611,7 +621,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 30] = {
+    const SPELLED: [(AuditAction, &str); 32] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -644,6 +654,8 @@ mod tests {
             (RolloutOrgPercent, "rollout.org.percent"),
             (RolloutOrgRemove, "rollout.org.remove"),
             (RolloutDelete, "rollout.delete"),
+            (ReleasePause, "release.pause"),
+            (ReleaseResume, "release.resume"),
         ]
     };
 

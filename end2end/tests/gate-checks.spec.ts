@@ -61,7 +61,8 @@ test.describe('gate checks during a bake', () => {
     await expect(gate.locator('svg.sparkline circle').first()).toBeVisible();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
 
-    page.once('dialog', (d) => d.accept());
+    // The confirmation, then the optional reason.
+    page.on('dialog', (d) => d.accept());
     await page.getByRole('button', { name: 'Rollback Canary' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
   });

@@ -150,7 +150,9 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await expect.poll(() => servedConfig(b, pipelineId)).toContain('healthy v2');
     await expectRunning(page, `${run}-b`, 'v2');
 
-    // Complete re-checks stage 2's gates: it passes once wave b has served traffic.
+    // Complete re-checks stage 2's gates: it passes once wave b has served traffic. It asks
+    // for an optional reason first.
+    page.on('dialog', (d) => d.accept());
     await expect(async () => {
       await page.getByRole('button', { name: 'Complete all remaining' }).click();
       await expect(rollout).toHaveAttribute('data-status', 'BROADENED', { timeout: 3_000 });

@@ -47,9 +47,9 @@ pub use plan::{
 pub use promql::{parse_promql_response, PromQlError};
 pub use release::{
     allowed_actions, check_action, on_bake_expired, on_check_failed, on_manual, open_stage, Action,
-    Decision, DecisionKind, Deploy, GateEvaluation, OpenedStage, Refusal, RefusedAttempt,
-    ReleaseState, ReleaseStatus, StageOutcome, StageState, Step, Transition, TransitionError,
-    Trigger,
+    Decision, DecisionKind, Deploy, GateEvaluation, Note, OpenedStage, Pause, Refusal,
+    RefusedAttempt, ReleaseState, ReleaseStatus, StageOutcome, StageState, Step, Transition,
+    TransitionError, Trigger, MAX_REASON_CHARS,
 };
 pub use select::{
     cumulative_targets, fleet_admitted, labels_match, percentage_count, percentage_targets,

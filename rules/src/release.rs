@@ -20,8 +20,9 @@ use crate::plan::RolloutPlan;
 mod state;
 
 pub use state::{
-    open_stage, DecisionKind, Deploy, GateEvaluation, OpenedStage, RefusedAttempt, ReleaseState,
-    StageOutcome, StageState, Step, Transition, TransitionError, Trigger,
+    open_stage, DecisionKind, Deploy, GateEvaluation, Note, OpenedStage, Pause, RefusedAttempt,
+    ReleaseState, StageOutcome, StageState, Step, Transition, TransitionError, Trigger,
+    MAX_REASON_CHARS,
 };
 
 /// Where a release stands. The first two are "in flight": fencing applies.
@@ -90,6 +91,9 @@ pub enum Action {
     Complete,
     Rollback,
     Broaden,
+    /// Stop the bake clock and the scheduler until resumed.
+    Pause,
+    Resume,
 }
 
 impl Action {
@@ -100,6 +104,8 @@ impl Action {
             Action::Complete => "Complete all remaining",
             Action::Rollback => "Rollback Canary",
             Action::Broaden => "Broaden",
+            Action::Pause => "Pause",
+            Action::Resume => "Resume",
         }
     }
 }
@@ -121,6 +127,12 @@ pub enum Refusal {
     /// manual action never rolls back.
     #[error("{gate} gate failed: {reason}")]
     GateFailed { gate: String, reason: String },
+    #[error("the release is paused; resume it first")]
+    Paused,
+    #[error("the release is already paused")]
+    AlreadyPaused,
+    #[error("the release is not paused")]
+    NotPaused,
 }
 
 /// What to do with a release after its gates were read.
@@ -140,13 +152,15 @@ pub enum Decision {
 }
 
 /// Whether `action` is allowed now. `stage_index` is the current stage (0-based) of
-/// `stage_count`. Gates are not consulted here; see [`on_manual`].
+/// `stage_count`. Gates are not consulted here; see [`on_manual`]. A paused release allows
+/// only resume and rollback: rollback is always allowed while in flight.
 pub fn check_action(
     status: ReleaseStatus,
     action: Action,
     stage_index: usize,
     stage_count: usize,
     planless: bool,
+    paused: bool,
 ) -> Result<(), Refusal> {
     match status {
         ReleaseStatus::Broadened => return Err(Refusal::AlreadyComplete),
@@ -154,12 +168,21 @@ pub fn check_action(
         ReleaseStatus::CanaryDeployed | ReleaseStatus::HealthCheck => {}
     }
     match action {
+        Action::Rollback => return Ok(()),
+        Action::Pause if paused => return Err(Refusal::AlreadyPaused),
+        Action::Pause => return Ok(()),
+        Action::Resume if paused => return Ok(()),
+        Action::Resume => return Err(Refusal::NotPaused),
+        _ if paused => return Err(Refusal::Paused),
+        _ => {}
+    }
+    match action {
         Action::Advance if planless => Err(Refusal::NoPlan),
         Action::Advance if stage_index + 1 >= stage_count => Err(Refusal::LastStage {
             stage: stage_index + 1,
         }),
         Action::Broaden if !planless => Err(Refusal::HasPlan),
-        Action::Advance | Action::Complete | Action::Rollback | Action::Broaden => Ok(()),
+        _ => Ok(()),
     }
 }
 
@@ -170,15 +193,23 @@ pub fn allowed_actions(
     stage_index: usize,
     stage_count: usize,
     planless: bool,
+    paused: bool,
 ) -> Vec<Action> {
-    let shown = if planless {
-        [Action::Advance, Action::Broaden, Action::Rollback]
+    let finish = if planless {
+        Action::Broaden
     } else {
-        [Action::Advance, Action::Complete, Action::Rollback]
+        Action::Complete
     };
+    let shown = [
+        Action::Advance,
+        finish,
+        Action::Pause,
+        Action::Resume,
+        Action::Rollback,
+    ];
     shown
         .into_iter()
-        .filter(|a| check_action(status, *a, stage_index, stage_count, planless).is_ok())
+        .filter(|a| check_action(status, *a, stage_index, stage_count, planless, paused).is_ok())
         .collect()
 }
 
@@ -268,7 +299,9 @@ pub fn on_manual(
             stage: stage_index + 1,
         }),
         Action::Advance => Ok(Decision::StartStage(stage_index + 1)),
-        Action::Complete | Action::Broaden | Action::Rollback => Ok(Decision::Complete),
+        Action::Complete | Action::Broaden | Action::Rollback | Action::Pause | Action::Resume => {
+            Ok(Decision::Complete)
+        }
     }
 }
 
@@ -518,13 +551,15 @@ mod tests {
             Action::Complete,
             Action::Rollback,
             Action::Broaden,
+            Action::Pause,
+            Action::Resume,
         ] {
             assert_eq!(
-                check_action(ReleaseStatus::RolledBack, action, 0, 3, false),
+                check_action(ReleaseStatus::RolledBack, action, 0, 3, false, false),
                 Err(Refusal::AlreadyRolledBack)
             );
             assert_eq!(
-                check_action(ReleaseStatus::Broadened, action, 0, 3, true),
+                check_action(ReleaseStatus::Broadened, action, 0, 3, true, false),
                 Err(Refusal::AlreadyComplete)
             );
         }
@@ -532,19 +567,19 @@ mod tests {
             Refusal::AlreadyRolledBack.to_string(),
             "release is already rolled back"
         );
-        assert!(allowed_actions(ReleaseStatus::Broadened, 0, 3, false).is_empty());
+        assert!(allowed_actions(ReleaseStatus::Broadened, 0, 3, false, false).is_empty());
     }
 
     #[test]
     fn advance_needs_a_plan_and_a_next_stage() {
         let s = ReleaseStatus::HealthCheck;
-        assert_eq!(check_action(s, Action::Advance, 0, 3, false), Ok(()));
+        assert_eq!(check_action(s, Action::Advance, 0, 3, false, false), Ok(()));
         assert_eq!(
-            check_action(s, Action::Advance, 2, 3, false),
+            check_action(s, Action::Advance, 2, 3, false, false),
             Err(Refusal::LastStage { stage: 3 })
         );
         assert_eq!(
-            check_action(s, Action::Advance, 0, 1, true),
+            check_action(s, Action::Advance, 0, 1, true, false),
             Err(Refusal::NoPlan)
         );
     }
@@ -553,18 +588,60 @@ mod tests {
     fn broaden_is_only_for_planless_canaries_but_complete_works_for_both() {
         let s = ReleaseStatus::CanaryDeployed;
         assert_eq!(
-            check_action(s, Action::Broaden, 0, 3, false),
+            check_action(s, Action::Broaden, 0, 3, false, false),
             Err(Refusal::HasPlan)
         );
-        assert_eq!(check_action(s, Action::Broaden, 0, 1, true), Ok(()));
-        assert_eq!(check_action(s, Action::Complete, 0, 1, true), Ok(()));
-        assert_eq!(check_action(s, Action::Complete, 0, 3, false), Ok(()));
+        assert_eq!(check_action(s, Action::Broaden, 0, 1, true, false), Ok(()));
+        assert_eq!(check_action(s, Action::Complete, 0, 1, true, false), Ok(()));
+        assert_eq!(
+            check_action(s, Action::Complete, 0, 3, false, false),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_paused_release_only_resumes_or_rolls_back() {
+        let s = ReleaseStatus::CanaryDeployed;
+        for action in [Action::Advance, Action::Complete, Action::Broaden] {
+            assert_eq!(
+                check_action(s, action, 0, 3, true, true),
+                Err(Refusal::Paused)
+            );
+        }
+        assert_eq!(check_action(s, Action::Resume, 0, 3, false, true), Ok(()));
+        assert_eq!(check_action(s, Action::Rollback, 0, 3, false, true), Ok(()));
+        assert_eq!(
+            check_action(s, Action::Pause, 0, 3, false, true),
+            Err(Refusal::AlreadyPaused)
+        );
+        assert_eq!(
+            check_action(s, Action::Resume, 0, 3, false, false),
+            Err(Refusal::NotPaused)
+        );
+        assert_eq!(
+            check_action(
+                ReleaseStatus::HealthCheck,
+                Action::Pause,
+                0,
+                3,
+                false,
+                false
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_action(ReleaseStatus::Broadened, Action::Resume, 0, 3, false, true),
+            Err(Refusal::AlreadyComplete)
+        );
     }
 
     #[test]
     fn rollback_is_allowed_in_either_in_flight_status() {
         for status in [ReleaseStatus::CanaryDeployed, ReleaseStatus::HealthCheck] {
-            assert_eq!(check_action(status, Action::Rollback, 0, 1, false), Ok(()));
+            assert_eq!(
+                check_action(status, Action::Rollback, 0, 1, false, false),
+                Ok(())
+            );
         }
     }
 
@@ -573,11 +650,21 @@ mod tests {
         use Action::*;
         let s = ReleaseStatus::HealthCheck;
         assert_eq!(
-            allowed_actions(s, 0, 3, false),
-            vec![Advance, Complete, Rollback]
+            allowed_actions(s, 0, 3, false, false),
+            vec![Advance, Complete, Pause, Rollback]
         );
-        assert_eq!(allowed_actions(s, 2, 3, false), vec![Complete, Rollback]);
-        assert_eq!(allowed_actions(s, 0, 1, true), vec![Broaden, Rollback]);
+        assert_eq!(
+            allowed_actions(s, 2, 3, false, false),
+            vec![Complete, Pause, Rollback]
+        );
+        assert_eq!(
+            allowed_actions(s, 0, 1, true, false),
+            vec![Broaden, Pause, Rollback]
+        );
+        assert_eq!(
+            allowed_actions(s, 0, 3, false, true),
+            vec![Resume, Rollback]
+        );
         assert_eq!(Advance.label(), "Advance next stage");
     }
 }

@@ -85,6 +85,8 @@ pub(crate) fn release_view(
         row_version: r.row_version,
         allowed_actions,
         now,
+        paused: s.paused,
+        notes: s.notes,
     }
 }
 
@@ -124,6 +126,8 @@ fn unreadable_view(
         row_version: r.row_version,
         allowed_actions: rollback.into_iter().collect(),
         now,
+        paused: None,
+        notes: Vec::new(),
     }
 }
 
@@ -347,7 +351,11 @@ pub async fn list_releases(pipeline_id: String) -> Result<Vec<ReleaseView>, Serv
 }
 
 #[cfg(feature = "ssr")]
-async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView, ServerFnError> {
+async fn act(
+    release_id: String,
+    action: vf_rules::Action,
+    reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{self, role_for_release_action, Role, Target};
     let (ctl, g) = authorize(Role::Viewer, Target::Release(&release_id)).await?;
@@ -356,36 +364,67 @@ async fn act(release_id: String, action: vf_rules::Action) -> Result<ReleaseView
         .map_err(fail)?;
     let need = role_for_release_action(action, &creator, &g.actor.name);
     access::check(Some(g.role), need, "this release's environment").map_err(fail)?;
-    let r = vf_control::releases::act(&ctl, &g.actor, &release_id, action)
+    let r = vf_control::releases::act_with_reason(&ctl, &g.actor, &release_id, action, reason)
         .await
         .map_err(fail)?;
     Ok(release_view(r, ctl.now(), &g))
 }
 
-/// Re-evaluates the current stage's gates and starts the next stage; refuses (409, with the
-/// failing gate recorded) when a gate fails.
+/// Re-evaluates the current stage's gates and starts the next stage; refuses (409, kept as
+/// a refused attempt) when one does not pass. `reason` (optional, at most 500 characters) is
+/// kept on the release and in the audit event, as for every action below.
 #[server(endpoint = "release.canary.advance", input = Json)]
-pub async fn advance_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Advance).await
+pub async fn advance_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Advance, reason).await
 }
 
 /// Re-evaluates the current stage's gates and completes the release.
 #[server(endpoint = "release.canary.complete", input = Json)]
-pub async fn complete_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Complete).await
+pub async fn complete_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Complete, reason).await
 }
 
 /// Plan-less canaries: the same as complete.
 #[server(endpoint = "release.canary.broaden", input = Json)]
-pub async fn broaden_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Broaden).await
+pub async fn broaden_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Broaden, reason).await
 }
 
 /// Publishes the previous config as a new version and deploys it (or undeploys a first
-/// deploy); ends fencing.
+/// deploy); ends fencing. Allowed while paused.
 #[server(endpoint = "release.canary.rollback", input = Json)]
-pub async fn rollback_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Rollback).await
+pub async fn rollback_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Rollback, reason).await
+}
+
+/// Stops the bake clock and the scheduler for this release until resumed.
+#[server(endpoint = "release.canary.pause", input = Json)]
+pub async fn pause_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Pause, reason).await
+}
+
+/// Resumes a paused release with the bake time it had left.
+#[server(endpoint = "release.canary.resume", input = Json)]
+pub async fn resume_release(
+    release_id: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<ReleaseView, ServerFnError> {
+    act(release_id, vf_rules::Action::Resume, reason).await
 }
 
 #[cfg(feature = "ssr")]

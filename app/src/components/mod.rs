@@ -87,6 +87,16 @@ pub fn confirmed(message: &str) -> bool {
     window().confirm_with_message(message).unwrap_or(false)
 }
 
+/// Asks the operator for an optional reason (the browser's own prompt): `None` when they
+/// cancel, `Some(None)` for a blank answer.
+pub fn reason_prompt(message: &str) -> Option<Option<String>> {
+    let answer = window()
+        .prompt_with_message_and_default(message, "")
+        .ok()
+        .flatten()?;
+    Some(non_blank(&answer))
+}
+
 /// A filter field as server functions take it: trimmed, and None when blank.
 pub fn non_blank(s: &str) -> Option<String> {
     let s = s.trim();

@@ -1,18 +1,18 @@
-//! Operator actions on a release: advance, complete, broaden, rollback. Advance, complete
-//! and broaden re-evaluate the current stage's gates first and refuse when one fails,
-//! recording a refused attempt (who, when, which gate, why) and changing nothing else: the
-//! stage's evaluations stay the scheduler's and the successful actions'. A manual action never rolls back
-//! on its own.
+//! Operator actions on a release: advance, complete, broaden, rollback, pause, resume, each
+//! with an optional reason. Advance, complete and broaden re-evaluate the current stage's
+//! gates first and refuse when one fails, recording a refused attempt (who, when, which gate,
+//! why) and changing nothing else: the stage's evaluations stay the scheduler's and the
+//! successful actions'. A manual action never rolls back on its own.
 
 use crate::audit::Actor;
 use vf_rules::{
-    check_action, on_manual, stage_results, Action, Decision, GateEvaluation, Refusal,
-    RefusedAttempt, Step,
+    check_action, on_manual, stage_results, Action, Decision, GateEvaluation, Note, Refusal,
+    RefusedAttempt, Step, MAX_REASON_CHARS,
 };
 
 use super::inputs::gate_inputs;
 use super::state::{read_release, ReadBy, Release, StoredRelease};
-use super::transition::{apply, roll_back_unreadable};
+use super::transition::{apply, apply_noted, roll_back_unreadable};
 use crate::{Control, ControlError, Result};
 
 /// Runs an operator action on a release; returns the release as it now reads. Rollback also
@@ -24,6 +24,19 @@ pub async fn act(
     release_id: &str,
     action: Action,
 ) -> Result<StoredRelease> {
+    act_with_reason(ctl, actor, release_id, action, None).await
+}
+
+/// [`act`] with the reason the operator gave (at most 500 characters; blank is none): kept
+/// on the release (`notes`, and a rollback's failure reason) and in the audit event.
+pub async fn act_with_reason(
+    ctl: &Control,
+    actor: &Actor,
+    release_id: &str,
+    action: Action,
+    reason: Option<String>,
+) -> Result<StoredRelease> {
+    let reason = operator_reason(reason)?;
     let release = match read_release(ctl, release_id, ReadBy::Action).await? {
         Ok(release) => release,
         Err(unreadable) if action == Action::Rollback => {
@@ -32,7 +45,24 @@ pub async fn act(
         }
         Err(unreadable) => return Err(unreadable.refusal()),
     };
-    act_on(ctl, actor, &release, action).await.map(Ok)
+    act_on(ctl, actor, &release, action, reason).await.map(Ok)
+}
+
+/// A reason as given: trimmed, blank is none, at most [`MAX_REASON_CHARS`] characters.
+pub fn operator_reason(reason: Option<String>) -> Result<Option<String>> {
+    let reason = reason
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty());
+    if reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+    {
+        return Err(ControlError::invalid(
+            "reason",
+            format!("at most {MAX_REASON_CHARS} characters"),
+        ));
+    }
+    Ok(reason)
 }
 
 async fn act_on(
@@ -40,6 +70,7 @@ async fn act_on(
     actor: &Actor,
     release: &Release,
     action: Action,
+    reason: Option<String>,
 ) -> Result<Release> {
     let now = ctl.now();
     let state = &release.state;
@@ -50,13 +81,34 @@ async fn act_on(
         index,
         state.plan.stages().len(),
         state.planless,
+        state.paused.is_some(),
     )
     .map_err(|refusal| ControlError::Conflict(refusal.to_string()))?;
+    let note = reason.clone().map(|reason| Note {
+        at: now,
+        actor: actor.name.clone(),
+        action: action.into(),
+        reason,
+    });
 
-    if action == Action::Rollback {
-        let reason = format!("rolled back by {}", actor.name);
-        let step = Step::Decided(Decision::Rollback { reason });
-        return apply(ctl, release, step, None, actor, now).await;
+    let by = actor.name.clone();
+    let step = match action {
+        Action::Rollback => {
+            let said = match &reason {
+                Some(reason) => format!("rolled back by {by}: {reason}"),
+                None => format!("rolled back by {by}"),
+            };
+            Some(Step::Decided(Decision::Rollback { reason: said }))
+        }
+        Action::Pause => Some(Step::Pause {
+            by,
+            reason: reason.clone(),
+        }),
+        Action::Resume => Some(Step::Resume { by }),
+        Action::Advance | Action::Complete | Action::Broaden => None,
+    };
+    if let Some(step) = step {
+        return apply_noted(ctl, release, step, None, note, actor, now).await;
     }
 
     let gates = state

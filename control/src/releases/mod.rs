@@ -11,7 +11,7 @@ mod state;
 mod targets;
 mod transition;
 
-pub use actions::act;
+pub use actions::{act, act_with_reason, operator_reason};
 pub use create::{baseline_eps, create_canary, CanaryRequest, BASELINE_WINDOW_MS};
 pub use inputs::{
     error_counts, events_in_minute, events_in_minutes, gate_inputs, throughput_eps, GateInput,

@@ -54,7 +54,7 @@ impl Ticked {
 pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
     let due = sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases
-         WHERE status = $1 AND (bake_deadline <= $2 OR next_check_at <= $2)
+         WHERE status = $1 AND paused IS NULL AND (bake_deadline <= $2 OR next_check_at <= $2)
          ORDER BY bake_deadline"
     ))
     .bind(ReleaseStatus::CanaryDeployed.as_str())

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use vf_rules::{ReleaseState, ReleaseStatus, RolloutPlan, StageState};
+use vf_rules::{Note, Pause, ReleaseState, ReleaseStatus, RolloutPlan, StageState};
 
 use crate::{Control, ControlError, Result};
 
@@ -37,11 +37,14 @@ pub struct ReleaseRow {
     pub updated_at: i64,
     pub completed_at: Option<i64>,
     pub row_version: i64,
+    pub paused: Option<String>,
+    pub notes: Option<String>,
 }
 
 pub const RELEASE_COLUMNS: &str = "id, pipeline_id, canary_version, previous_version, status, \
     plan, planless, stages, current_stage, bake_deadline, baseline_eps, hold_reason, \
-    failure_reason, created_by, updated_by, created_at, updated_at, completed_at, row_version";
+    failure_reason, created_by, updated_by, created_at, updated_at, completed_at, row_version, \
+    paused, notes";
 
 /// A release, read and parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +81,7 @@ impl Release {
 #[error("release {} state is unreadable: stored {field}: {message}", .row.id)]
 pub struct Unreadable {
     pub row: Box<ReleaseRow>,
-    /// The column: `status`, `plan`, `planless`, `stages` or `current_stage`.
+    /// The column: `status`, `plan`, `planless`, `stages`, `current_stage`, `paused` or `notes`.
     pub field: &'static str,
     pub message: String,
 }
@@ -133,6 +136,16 @@ impl ReleaseRow {
                 return Err(unreadable(&self, "current_stage", message));
             }
         };
+        let paused = match self.paused.as_deref().map(serde_json::from_str::<Pause>) {
+            None => None,
+            Some(Ok(pause)) => Some(pause),
+            Some(Err(e)) => return Err(unreadable(&self, "paused", e.to_string())),
+        };
+        let notes = match self.notes.as_deref().map(serde_json::from_str::<Vec<Note>>) {
+            None => Vec::new(),
+            Some(Ok(notes)) => notes,
+            Some(Err(e)) => return Err(unreadable(&self, "notes", e.to_string())),
+        };
         Ok(Release {
             state: ReleaseState {
                 status,
@@ -144,6 +157,8 @@ impl ReleaseRow {
                 hold_reason: self.hold_reason,
                 failure_reason: self.failure_reason,
                 completed_at: self.completed_at,
+                paused,
+                notes,
             },
             id: self.id,
             pipeline_id: self.pipeline_id,
@@ -369,6 +384,8 @@ mod tests {
             updated_at: 1,
             completed_at: None,
             row_version: 1,
+            paused: None,
+            notes: None,
         }
     }
 
@@ -410,6 +427,12 @@ mod tests {
         let mut r = row();
         r.current_stage = 1;
         assert_eq!(field_of(r), "current_stage");
+        let mut r = row();
+        r.paused = Some("{\"at\": \"yesterday\"}".into());
+        assert_eq!(field_of(r), "paused");
+        let mut r = row();
+        r.notes = Some("[1]".into());
+        assert_eq!(field_of(r), "notes");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! gets a conflict.
 
 use serde_json::json;
-use vf_rules::{Deploy, GateEvaluation, OpenedStage, ReleaseState, ReleaseStatus, Step};
+use vf_rules::{Deploy, GateEvaluation, Note, OpenedStage, ReleaseState, ReleaseStatus, Step};
 
 use super::state::{get_release, Release, Unreadable};
 use super::targets::FleetSnapshot;
@@ -36,6 +36,19 @@ pub async fn apply(
     actor: &Actor,
     now: i64,
 ) -> Result<Release> {
+    apply_noted(ctl, release, step, evaluation, None, actor, now).await
+}
+
+/// [`apply`] with the reason an operator gave, kept on the release and in the audit event.
+pub async fn apply_noted(
+    ctl: &Control,
+    release: &Release,
+    step: Step,
+    evaluation: Option<GateEvaluation>,
+    note: Option<Note>,
+    actor: &Actor,
+    now: i64,
+) -> Result<Release> {
     let db = &ctl.db;
     let pipeline = get_pipeline(db, &release.pipeline_id).await?;
     let opened = match step.opens() {
@@ -54,9 +67,10 @@ pub async fn apply(
         None => None,
     };
     let results = evaluation.as_ref().map(|e| e.results.clone());
+    let operator_reason = note.as_ref().map(|n| n.reason.clone());
     let t = release
         .state
-        .apply(&step, evaluation, opened, now)
+        .apply_noted(&step, evaluation, opened, note, now)
         .map_err(|e| ControlError::Internal(anyhow::anyhow!("release {}: {e}", release.id)))?;
     let action = AuditAction::release(t.kind);
 
@@ -69,8 +83,9 @@ pub async fn apply(
     let done = sqlx::query(
         "UPDATE releases SET status = $1, stages = $2, current_stage = $3, bake_deadline = $4,
             hold_reason = $5, failure_reason = $6, updated_by = $7, updated_at = $8,
-            completed_at = $9, next_check_at = $10, row_version = row_version + 1
-         WHERE id = $11 AND row_version = $12",
+            completed_at = $9, next_check_at = $10, paused = $11, notes = $12,
+            row_version = row_version + 1
+         WHERE id = $13 AND row_version = $14",
     )
     .bind(next.status.as_str())
     .bind(serde_json::to_string(&next.stages)?)
@@ -82,6 +97,17 @@ pub async fn apply(
     .bind(now)
     .bind(next.completed_at)
     .bind(next.next_check_at())
+    .bind(
+        next.paused
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?,
+    )
+    .bind(
+        (!next.notes.is_empty())
+            .then(|| serde_json::to_string(&next.notes))
+            .transpose()?,
+    )
     .bind(&release.id)
     .bind(release.row_version)
     .execute(&mut *tx)
@@ -112,6 +138,7 @@ pub async fn apply(
                 "from": release.state.status,
                 "to": next.status,
                 "reason": t.reason,
+                "operatorReason": operator_reason,
                 "gateResults": results,
                 "revertedVersion": reverted_version,
             }),

@@ -38,6 +38,8 @@ pub enum Trigger {
     Complete,
     Broaden,
     Rollback,
+    Pause,
+    Resume,
 }
 
 impl From<Action> for Trigger {
@@ -47,6 +49,8 @@ impl From<Action> for Trigger {
             Action::Complete => Trigger::Complete,
             Action::Broaden => Trigger::Broaden,
             Action::Rollback => Trigger::Rollback,
+            Action::Pause => Trigger::Pause,
+            Action::Resume => Trigger::Resume,
         }
     }
 }
@@ -59,6 +63,8 @@ impl Trigger {
             Trigger::Complete => "complete",
             Trigger::Broaden => "broaden",
             Trigger::Rollback => "rollback",
+            Trigger::Pause => "pause",
+            Trigger::Resume => "resume",
         }
     }
 }
@@ -72,6 +78,8 @@ pub enum DecisionKind {
     Hold,
     Rollback,
     Refused,
+    Pause,
+    Resume,
 }
 
 impl DecisionKind {
@@ -83,6 +91,8 @@ impl DecisionKind {
             DecisionKind::Hold => "hold",
             DecisionKind::Rollback => "rollback",
             DecisionKind::Refused => "refused",
+            DecisionKind::Pause => "pause",
+            DecisionKind::Resume => "resume",
         }
     }
 }
@@ -109,6 +119,32 @@ pub struct GateEvaluation {
     pub results: Vec<GateResult>,
     pub decision: DecisionKind,
 }
+
+/// An operator's pause: who, when, why, and how much of the bake was left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pause {
+    pub at: i64,
+    pub by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The bake time left when paused; resume gives it back. `None` when no stage baked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bake_left_ms: Option<i64>,
+}
+
+/// The reason an operator gave for an action (rollback, complete, pause, resume, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Note {
+    pub at: i64,
+    pub actor: String,
+    pub action: Trigger,
+    pub reason: String,
+}
+
+/// Longest reason an operator may give.
+pub const MAX_REASON_CHARS: usize = 500;
 
 /// An operator's advance, complete or broaden that a gate refused. Kept apart from the
 /// stage's evaluations: an early button press is not evidence about the canary.
@@ -179,6 +215,11 @@ pub struct ReleaseState {
     /// Why the release was rolled back.
     pub failure_reason: Option<String>,
     pub completed_at: Option<i64>,
+    /// Set while an operator has paused the release: the bake clock stands still and the
+    /// scheduler neither checks nor decides it.
+    pub paused: Option<Pause>,
+    /// The reasons operators gave, oldest first.
+    pub notes: Vec<Note>,
 }
 
 /// What to do with a release: a decision, or an operator action refused by a failing gate
@@ -187,6 +228,14 @@ pub struct ReleaseState {
 pub enum Step {
     Decided(Decision),
     Refused(RefusedAttempt),
+    /// An operator pauses the release (with an optional reason).
+    Pause {
+        by: String,
+        reason: Option<String>,
+    },
+    Resume {
+        by: String,
+    },
 }
 
 impl Step {
@@ -194,6 +243,8 @@ impl Step {
         match self {
             Step::Decided(decision) => decision.kind(),
             Step::Refused(_) => DecisionKind::Refused,
+            Step::Pause { .. } => DecisionKind::Pause,
+            Step::Resume { .. } => DecisionKind::Resume,
         }
     }
 
@@ -240,6 +291,10 @@ pub enum TransitionError {
     NoOpenedStage(usize),
     #[error("stage {got} cannot open after stage {current}: stages open in order")]
     OutOfOrder { current: usize, got: usize },
+    #[error("the release is already paused")]
+    AlreadyPaused,
+    #[error("the release is not paused")]
+    NotPaused,
 }
 
 /// A stage's state as it opens at `now`: the one place a stage starts.
@@ -278,6 +333,8 @@ impl ReleaseState {
             hold_reason: None,
             failure_reason: None,
             completed_at: None,
+            paused: None,
+            notes: Vec::new(),
         }
     }
 
@@ -305,13 +362,14 @@ impl ReleaseState {
             self.current_stage,
             self.plan.stages().len(),
             self.planless,
+            self.paused.is_some(),
         )
     }
 
     /// The next time a signal gate of the baking stage is due for a check; `None` when the
     /// release is not baking or no check remains before the deadline.
     pub fn next_check_at(&self) -> Option<i64> {
-        if !self.status.baking() {
+        if !self.status.baking() || self.paused.is_some() {
             return None;
         }
         let gates = &self.plan.stage(self.current_stage)?.gates;
@@ -338,6 +396,20 @@ impl ReleaseState {
         (next, failed)
     }
 
+    /// [`ReleaseState::apply`] with the reason an operator gave, kept in `notes`.
+    pub fn apply_noted(
+        &self,
+        step: &Step,
+        evaluation: Option<GateEvaluation>,
+        opened: Option<OpenedStage>,
+        note: Option<Note>,
+        now: i64,
+    ) -> Result<Transition, TransitionError> {
+        let mut t = self.apply(step, evaluation, opened, now)?;
+        t.state.notes.extend(note);
+        Ok(t)
+    }
+
     /// Applies `step` at `now`. `evaluation` (the gates just read, if any) is recorded on
     /// the current stage; `opened` must be given when the step opens a stage.
     pub fn apply(
@@ -350,6 +422,10 @@ impl ReleaseState {
         if !self.in_flight() {
             return Err(TransitionError::NotInFlight(self.status));
         }
+        match step {
+            Step::Pause { .. } | Step::Resume { .. } => return self.pause_or_resume(step, now),
+            Step::Decided(_) | Step::Refused(_) => {}
+        }
         let mut next = self.clone();
         let evaluated = evaluation.is_some();
         let current = next.current_stage;
@@ -357,7 +433,9 @@ impl ReleaseState {
             match step {
                 // A refused button press is not evidence: it never becomes an evaluation.
                 Step::Refused(attempt) => stage.refused.push(attempt.clone()),
-                Step::Decided(_) => stage.evaluations.extend(evaluation),
+                Step::Decided(_) | Step::Pause { .. } | Step::Resume { .. } => {
+                    stage.evaluations.extend(evaluation)
+                }
             }
         }
         let mut decide_current = |outcome: StageOutcome| {
@@ -367,6 +445,8 @@ impl ReleaseState {
         };
         let (reason, deploy) = match step {
             Step::Refused(attempt) => (attempt.reason.clone(), Deploy::Nothing),
+            // Handled by `pause_or_resume` above.
+            Step::Pause { .. } | Step::Resume { .. } => (String::new(), Deploy::Nothing),
             Step::Decided(Decision::StartStage(index)) => {
                 if *index != current + 1 {
                     return Err(TransitionError::OutOfOrder {
@@ -390,6 +470,7 @@ impl ReleaseState {
                 next.status = ReleaseStatus::Broadened;
                 next.hold_reason = None;
                 next.completed_at = Some(now);
+                next.paused = None;
                 (
                     "every node converges on the canary version".to_owned(),
                     Deploy::Canary,
@@ -410,6 +491,7 @@ impl ReleaseState {
                 next.hold_reason = None;
                 next.failure_reason = Some(reason.clone());
                 next.completed_at = Some(now);
+                next.paused = None;
                 (reason.clone(), Deploy::Previous)
             }
         };
@@ -418,6 +500,50 @@ impl ReleaseState {
             kind: step.kind(),
             reason,
             deploy,
+        })
+    }
+}
+
+impl ReleaseState {
+    /// Pausing stops the bake clock (the time left is kept) and resuming gives it back from
+    /// `now`: the stage's deadline moves by exactly the paused time.
+    fn pause_or_resume(&self, step: &Step, now: i64) -> Result<Transition, TransitionError> {
+        let mut next = self.clone();
+        let baking = self.status.baking();
+        let reason = match (step, &self.paused) {
+            (Step::Pause { .. }, Some(_)) => return Err(TransitionError::AlreadyPaused),
+            (Step::Resume { .. }, None) => return Err(TransitionError::NotPaused),
+            (Step::Pause { by, reason }, None) => {
+                let bake_left_ms = (self.bake_deadline)
+                    .filter(|_| baking)
+                    .map(|d| (d - now).max(0));
+                next.paused = Some(Pause {
+                    at: now,
+                    by: by.clone(),
+                    reason: reason.clone(),
+                    bake_left_ms,
+                });
+                format!("paused by {by}")
+            }
+            (Step::Resume { by }, Some(pause)) => {
+                next.paused = None;
+                if let Some(left) = pause.bake_left_ms {
+                    let deadline = now.saturating_add(left);
+                    next.bake_deadline = Some(deadline);
+                    if let Some(stage) = next.stages.get_mut(next.current_stage) {
+                        stage.bake_deadline = deadline;
+                    }
+                }
+                let minutes = (now - pause.at).max(0) / 60_000;
+                format!("resumed by {by} after {minutes} min paused")
+            }
+            (Step::Decided(_) | Step::Refused(_), _) => unreachable!("only pause and resume"),
+        };
+        Ok(Transition {
+            state: next,
+            kind: step.kind(),
+            reason,
+            deploy: Deploy::Nothing,
         })
     }
 }
@@ -649,6 +775,62 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_keeps_the_bake_left_and_resume_gives_it_back() {
+        let s = started();
+        let pause = Step::Pause {
+            by: "ann".into(),
+            reason: Some("waiting for the DB team".into()),
+        };
+        let paused = s
+            .apply(&pause, None, None, T0 + 20_000)
+            .expect("pauses")
+            .state;
+        assert_eq!(
+            paused.paused.as_ref().and_then(|p| p.bake_left_ms),
+            Some(40_000)
+        );
+        assert_eq!(paused.next_check_at(), None);
+        assert_eq!(paused.allowed_actions(), [Action::Resume, Action::Rollback]);
+        assert_eq!(
+            paused.apply(&pause, None, None, T0 + 21_000),
+            Err(TransitionError::AlreadyPaused)
+        );
+        let resume = Step::Resume { by: "bob".into() };
+        let t = paused
+            .apply(&resume, None, None, T0 + 20_000 + 12 * 60_000)
+            .expect("resumes");
+        assert_eq!(t.reason, "resumed by bob after 12 min paused");
+        let resumed = t.state;
+        assert_eq!(resumed.paused, None);
+        let deadline = T0 + 20_000 + 12 * 60_000 + 40_000;
+        assert_eq!(resumed.bake_deadline, Some(deadline));
+        assert_eq!(resumed.stages[0].bake_deadline, deadline);
+        assert_eq!(
+            resumed.apply(&resume, None, None, T0),
+            Err(TransitionError::NotPaused)
+        );
+        // A rollback ends a pause.
+        let rolled = paused
+            .apply(&rollback(), None, None, T0 + 30_000)
+            .expect("rolls back");
+        assert_eq!(rolled.state.paused, None);
+    }
+
+    #[test]
+    fn an_operators_reason_is_kept_with_the_transition() {
+        let note = Note {
+            at: T0,
+            actor: "ann".into(),
+            action: Trigger::Rollback,
+            reason: "customer escalation".into(),
+        };
+        let t = started()
+            .apply_noted(&rollback(), None, None, Some(note.clone()), T0)
+            .expect("applies");
+        assert_eq!(t.state.notes, [note]);
+    }
+
+    #[test]
     fn nothing_applies_once_the_release_left_flight() {
         let done = started()
             .apply(&Step::Decided(Decision::Complete), None, None, T0)
@@ -696,6 +878,11 @@ mod tests {
             Just(hold("held")),
             Just(rollback()),
             Just(refused("refused")),
+            Just(Step::Pause {
+                by: "ann".into(),
+                reason: None
+            }),
+            Just(Step::Resume { by: "ann".into() }),
         ]
     }
 
@@ -732,6 +919,7 @@ mod tests {
                         prop_assert_ne!(got, current + 1);
                     }
                     Err(TransitionError::NoOpenedStage(_)) => prop_assert!(false, "nodes were given"),
+                    Err(TransitionError::AlreadyPaused | TransitionError::NotPaused) => {}
                 }
             }
         }

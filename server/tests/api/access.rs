@@ -346,6 +346,20 @@ fn table() -> Vec<Row> {
         ),
         // Someone else's release: rolling it back is an admin's call.
         row(
+            Fn("release.canary.pause"),
+            Editor,
+            Environment,
+            F::Release,
+            release_body,
+        ),
+        row(
+            Fn("release.canary.resume"),
+            Editor,
+            Environment,
+            F::Release,
+            release_body,
+        ),
+        row(
             Fn("release.canary.rollback"),
             Admin,
             Environment,

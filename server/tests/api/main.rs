@@ -31,6 +31,7 @@ mod release_apply;
 mod release_checks;
 mod release_gates;
 mod release_operators;
+mod release_pause;
 mod release_races;
 mod release_refusals;
 mod release_selection;

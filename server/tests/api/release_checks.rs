@@ -182,7 +182,7 @@ async fn on_no_data_hold_holds_for_an_operator_at_the_deadline_instead_of_failin
     assert_eq!(results(&r, 0, 0)[0]["verdict"], "inconclusive");
     assert_eq!(
         r["allowed_actions"],
-        json!(["advance", "complete", "rollback"])
+        json!(["advance", "complete", "pause", "rollback"])
     );
 
     // The default policy fails closed: the same release without it rolls back.

@@ -112,7 +112,7 @@ async fn without_auto_rollback_a_failing_gate_holds_in_health_check_and_fencing_
     assert_eq!(results(&r, 0, 0)[0]["verdict"], "fail");
     assert_eq!(
         r["allowed_actions"],
-        json!(["advance", "complete", "rollback"])
+        json!(["advance", "complete", "pause", "rollback"])
     );
 
     // Held: still fenced, nothing re-decided by later ticks, nothing deployed.

@@ -145,7 +145,10 @@ async fn planless_canary_holds_after_its_window_and_is_broadened_by_hand(
     assert_eq!(app.decide_after(30_000).await, "hold");
     let held = app.release(&id).await;
     assert_eq!(held["status"], "HEALTH_CHECK");
-    assert_eq!(held["allowed_actions"], json!(["broaden", "rollback"]));
+    assert_eq!(
+        held["allowed_actions"],
+        json!(["broaden", "pause", "rollback"])
+    );
     // Past the window the canary is still fenced until someone broadens it.
     assert!(app.tick_after(10 * MINUTE).await.is_empty());
     poll_all(&mut [&mut a1, &mut a2, &mut b1, &mut b2]).await;

@@ -55,6 +55,7 @@ fn HistoryItem(r: ReleaseView, series: Vec<StageSeries>) -> impl IntoView {
                 </summary>
                 {r.unreadable.clone().map(|u| view! { <p class="failure">{u}</p> })}
                 {r.failure_reason.clone().map(|f| view! { <p class="failure">{f}</p> })}
+                <super::rollout::Notes notes=r.notes.clone()/>
                 <pre class="mono small plan">{r.plan.as_ref().map(|p| serde_json::to_string_pretty(&p.to_json()).unwrap_or_default())}</pre>
                 <ol class="stages">
                     {(0..r.stage_count as usize).map(|i| {

@@ -10,7 +10,9 @@ use leptos::prelude::*;
 
 use super::nodes::NodesShown;
 use crate::api::error_text;
-use crate::api::releases::{AdvanceRelease, BroadenRelease, CompleteRelease, RollbackRelease};
+use crate::api::releases::{
+    AdvanceRelease, BroadenRelease, CompleteRelease, PauseRelease, ResumeRelease, RollbackRelease,
+};
 use crate::components::{ErrorBox, StatusBadge};
 use crate::types::{NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use checks::{LiveChecks, RefusedAttempts};
@@ -24,6 +26,8 @@ pub struct RolloutActions {
     pub complete: ServerAction<CompleteRelease>,
     pub broaden: ServerAction<BroadenRelease>,
     pub rollback: ServerAction<RollbackRelease>,
+    pub pause: ServerAction<PauseRelease>,
+    pub resume: ServerAction<ResumeRelease>,
 }
 
 impl RolloutActions {
@@ -33,6 +37,8 @@ impl RolloutActions {
             complete: ServerAction::new(),
             broaden: ServerAction::new(),
             rollback: ServerAction::new(),
+            pause: ServerAction::new(),
+            resume: ServerAction::new(),
         }
     }
 
@@ -42,6 +48,8 @@ impl RolloutActions {
             + self.complete.version().get()
             + self.broaden.version().get()
             + self.rollback.version().get()
+            + self.pause.version().get()
+            + self.resume.version().get()
     }
 
     fn pending(&self) -> bool {
@@ -49,6 +57,8 @@ impl RolloutActions {
             || self.complete.pending().get()
             || self.broaden.pending().get()
             || self.rollback.pending().get()
+            || self.pause.pending().get()
+            || self.resume.pending().get()
     }
 
     /// The latest refusal or error of any action.
@@ -58,6 +68,8 @@ impl RolloutActions {
             .or_else(|| err(self.complete.value().get()))
             .or_else(|| err(self.broaden.value().get()))
             .or_else(|| err(self.rollback.value().get()))
+            .or_else(|| err(self.pause.value().get()))
+            .or_else(|| err(self.resume.value().get()))
             .map(|e| error_text(&e))
     }
 }
@@ -159,8 +171,10 @@ pub fn RolloutView(
             </div>
             {r.unreadable.clone().map(|u| view! { <p class="failure" role="alert" data-testid="state-unreadable">{u}</p> })}
             {r.hold_reason.clone().map(|h| view! { <p class="hold" data-testid="hold-reason">"Held: " {h}</p> })}
+            {r.paused.clone().map(|p| view! { <Paused pause=p now=r.now/> })}
             {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
             <ActionButtons release=r.clone() release_id actions/>
+            <Notes notes=r.notes.clone()/>
             <ol class="stages" data-testid="stages">
                 {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown/> }).collect_view()}
             </ol>
@@ -185,28 +199,47 @@ fn ActionButtons(
     let button = move |action: Action| {
         let waits = left.is_some() && action != Action::Rollback;
         let class = match action {
-            Action::Advance | Action::Broaden => "primary",
-            Action::Complete => "",
+            Action::Advance | Action::Broaden | Action::Resume => "primary",
+            Action::Complete | Action::Pause => "",
             Action::Rollback => "danger",
         };
         let run = move |_| {
+            use crate::components::{confirmed, reason_prompt};
             let release_id = id.get_value();
             match action {
                 Action::Advance => {
-                    actions.advance.dispatch(AdvanceRelease { release_id });
+                    let reason = None;
+                    actions.advance.dispatch(AdvanceRelease { release_id, reason });
                 }
                 Action::Complete => {
-                    actions.complete.dispatch(CompleteRelease { release_id });
+                    if let Some(reason) = reason_prompt(
+                        "Complete all remaining stages now? Every node gets the canary. Reason (optional):",
+                    ) {
+                        actions.complete.dispatch(CompleteRelease { release_id, reason });
+                    }
                 }
                 Action::Broaden => {
-                    actions.broaden.dispatch(BroadenRelease { release_id });
+                    let reason = None;
+                    actions.broaden.dispatch(BroadenRelease { release_id, reason });
+                }
+                Action::Pause => {
+                    if let Some(reason) = reason_prompt(
+                        "Pause this rollout? The bake clock stops until it is resumed. Reason (optional):",
+                    ) {
+                        actions.pause.dispatch(PauseRelease { release_id, reason });
+                    }
+                }
+                Action::Resume => {
+                    let reason = None;
+                    actions.resume.dispatch(ResumeRelease { release_id, reason });
                 }
                 Action::Rollback => {
-                    let ok = crate::components::confirmed(
+                    let ok = confirmed(
                         "Roll back this canary? Every node returns to the previous config.",
                     );
-                    if ok {
-                        actions.rollback.dispatch(RollbackRelease { release_id });
+                    let reason = if ok { reason_prompt("Why roll back? (optional)") } else { None };
+                    if let Some(reason) = reason {
+                        actions.rollback.dispatch(RollbackRelease { release_id, reason });
                     }
                 }
             }
@@ -224,6 +257,39 @@ fn ActionButtons(
         </div>
         {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
     }
+}
+
+/// "Paused by ann for 12 min: reason", and the bake time the pause keeps.
+#[component]
+fn Paused(pause: vf_rules::Pause, now: i64) -> impl IntoView {
+    let minutes = (now - pause.at).max(0) / 60_000;
+    let reason = pause.reason.map(|r| format!(": {r}")).unwrap_or_default();
+    view! {
+        <p class="hold" data-testid="paused">
+            {format!("Paused by {} for {minutes} min{reason}", pause.by)}
+            {pause.bake_left_ms.map(|left| view! {
+                " " <span class="countdown" data-testid="bake-countdown">
+                    {format!("bake stopped with {} left", format_remaining(left))}
+                </span>
+            })}
+        </p>
+    }
+}
+
+/// The reasons operators gave, oldest first.
+#[component]
+pub fn Notes(notes: Vec<vf_rules::Note>) -> impl IntoView {
+    if notes.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <ul class="notes small" data-testid="notes">
+            {notes.into_iter().map(|n| view! {
+                <li>{format!("{} by {} at {}: {}", n.action.as_str(), n.actor, crate::types::format_time(n.at), n.reason)}</li>
+            }).collect_view()}
+        </ul>
+    }
+    .into_any()
 }
 
 /// Milliseconds left of the current stage's health window while it bakes; `None` when the

@@ -1,0 +1,60 @@
+import { test, expect, Page } from '@playwright/test';
+import { callApi, signIn, startAgent, unique, AgentProcess } from './helpers';
+
+// Issue: operator safety. Pausing a rollout stops its bake countdown, says who paused it and
+// why; resuming starts the countdown again from the time that was left.
+
+async function createPipeline(page: Page, run: string): Promise<string> {
+  const name = unique('pause');
+  await page.goto('/pipelines');
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
+  await page.getByRole('button', { name: 'Create pipeline' }).click();
+  await page.getByRole('status').getByRole('link', { name }).click();
+  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+  return page.url().split('/pipelines/')[1];
+}
+
+test.describe('pause and resume', () => {
+  let agent: AgentProcess | undefined;
+  test.afterEach(async () => {
+    await agent?.stop();
+    agent = undefined;
+  });
+
+  test('pause stops the bake countdown with a reason and resume restarts it', async ({ page, request, baseURL }) => {
+    await signIn(page);
+    const run = unique('pz');
+    agent = startAgent(baseURL!, ['--simulate', '1', '--hostname-template', `${run}-a`, '--label', `e2e-run=${run}`]);
+    const pipelineId = await createPipeline(page, run);
+    await callApi(request, 'pipeline.deploy', { pipeline_id: pipelineId, config_yaml: 'sources: {}\n# v1\n', changelog: 'v1' });
+    await callApi(request, 'release.canary.create', {
+      pipeline_id: pipelineId,
+      config_yaml: 'sources: {}\n# v2\n',
+      changelog: 'v2',
+      rollout_plan: { stages: [{ selector: { percentage: 100 }, bakeSeconds: 600, gates: [{ healthWindow: {} }] }] },
+    });
+    const countdown = page.getByTestId('bake-countdown');
+    await expect(countdown).toContainText('bake ends in');
+
+    page.on('dialog', (d) => d.accept(d.type() === 'prompt' ? 'waiting for the DB migration' : undefined));
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await expect(page.getByTestId('paused')).toContainText('Paused by admin@e2e.test for 0 min: waiting for the DB migration');
+    await expect(countdown).toContainText('bake stopped with');
+    const stopped = await countdown.textContent();
+    // It stands still across refreshes of the page.
+    await page.waitForTimeout(3_000);
+    await expect(countdown).toHaveText(stopped!);
+    await expect(page.getByRole('button', { name: 'Advance next stage' })).toHaveCount(0);
+    await expect(page.getByTestId('notes')).toContainText('pause by admin@e2e.test');
+
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await expect(page.getByTestId('paused')).toHaveCount(0);
+    await expect(countdown).toContainText('bake ends in');
+    const first = await countdown.textContent();
+    await expect(countdown).not.toHaveText(first!, { timeout: 5_000 });
+
+    await page.getByRole('button', { name: 'Rollback Canary' }).click();
+    await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
+  });
+});
