@@ -123,18 +123,7 @@ async fn read_config(path: &Path) -> io::Result<PipelineConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::sha256_hex;
-
-    fn config(id: &str, version: i64, yaml: &str) -> PipelineConfig {
-        PipelineConfig {
-            pipeline_id: id.into(),
-            pipeline_name: format!("{id} name"),
-            version,
-            config_yaml: yaml.into(),
-            checksum: sha256_hex(yaml),
-            log_level: None,
-        }
-    }
+    use crate::test_support::config;
 
     #[tokio::test]
     async fn saved_config_is_found_again_after_a_restart() {

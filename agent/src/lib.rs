@@ -34,3 +34,23 @@ pub use options::AgentOptions;
 pub use sim_counters::{SimSettings, BYTES_PER_EVENT};
 pub use simulate::{SimulationOptions, Simulator};
 pub use status::{PipelineStatus, RunningPipeline};
+
+/// What the unit tests of several modules build alike.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use vf_protocol::PipelineConfig;
+
+    use crate::checksum::sha256_hex;
+
+    /// A served config of `yaml` with its correct checksum.
+    pub fn config(id: &str, version: i64, yaml: &str) -> PipelineConfig {
+        PipelineConfig {
+            pipeline_id: id.into(),
+            pipeline_name: format!("{id} name"),
+            version,
+            config_yaml: yaml.into(),
+            checksum: sha256_hex(yaml),
+            log_level: None,
+        }
+    }
+}

@@ -84,17 +84,7 @@ pub fn plan(current: &BTreeMap<String, Current>, desired: &[PipelineConfig]) -> 
 mod tests {
     use super::*;
     use crate::checksum::sha256_hex;
-
-    fn config(id: &str, version: i64, yaml: &str) -> PipelineConfig {
-        PipelineConfig {
-            pipeline_id: id.into(),
-            pipeline_name: format!("{id} name"),
-            version,
-            config_yaml: yaml.into(),
-            checksum: sha256_hex(yaml),
-            log_level: None,
-        }
-    }
+    use crate::test_support::config;
 
     fn version_of(c: &PipelineConfig) -> Applied {
         Applied {

@@ -1,19 +1,8 @@
-import { test, expect, Page } from '@playwright/test';
-import { callApi, signIn, startAgent, unique, AgentProcess } from './helpers';
+import { test, expect } from '@playwright/test';
+import { callApi, createPipeline, signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: gates that act during a bake. A stage's error-rate gate is checked every 10 s while
 // it bakes; the stage card shows the live value beside its limit and updates without a reload.
-
-async function createPipeline(page: Page, run: string): Promise<string> {
-  const name = unique('checks');
-  await page.goto('/pipelines');
-  await page.getByLabel('Name').fill(name);
-  await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
-  await page.getByRole('button', { name: 'Create pipeline' }).click();
-  await page.getByRole('status').getByRole('link', { name }).click();
-  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
-  return page.url().split('/pipelines/')[1];
-}
 
 test.describe('gate checks during a bake', () => {
   let agent: AgentProcess | undefined;
@@ -26,7 +15,7 @@ test.describe('gate checks during a bake', () => {
     await signIn(page);
     const run = unique('live');
     agent = startAgent(baseURL!, ['--simulate', '1', '--hostname-template', `${run}-a`, '--label', `e2e-run=${run}`]);
-    const pipelineId = await createPipeline(page, run);
+    const pipelineId = await createPipeline(page, run, 'checks');
     await page.getByRole('radio', { name: 'Deploy now' }).check();
     await page.getByLabel('Config (YAML)').fill('sources: {}\n# baseline v1\n');
     await page.getByLabel('Changelog').fill('baseline');

@@ -61,6 +61,19 @@ export function startAgent(baseURL: string, args: string[]): AgentProcess {
   return new AgentProcess(child, dataDir);
 }
 
+/** Creates a pipeline named `<prefix>-<random>` selecting the nodes labelled `e2e-run=<run>`
+ * through the pipelines page, opens it, and returns its id. */
+export async function createPipeline(page: Page, run: string, prefix: string): Promise<string> {
+  const name = unique(prefix);
+  await page.goto('/pipelines');
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
+  await page.getByRole('button', { name: 'Create pipeline' }).click();
+  await page.getByRole('status').getByRole('link', { name }).click();
+  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+  return page.url().split('/pipelines/')[1];
+}
+
 /** A short random suffix so names from different runs never collide. */
 export function unique(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;

@@ -1,19 +1,8 @@
-import { test, expect, Page } from '@playwright/test';
-import { callApi, signIn, startAgent, unique, AgentProcess } from './helpers';
+import { test, expect } from '@playwright/test';
+import { callApi, createPipeline, signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: operator safety. Pausing a rollout stops its bake countdown, says who paused it and
 // why; resuming starts the countdown again from the time that was left.
-
-async function createPipeline(page: Page, run: string): Promise<string> {
-  const name = unique('pause');
-  await page.goto('/pipelines');
-  await page.getByLabel('Name').fill(name);
-  await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
-  await page.getByRole('button', { name: 'Create pipeline' }).click();
-  await page.getByRole('status').getByRole('link', { name }).click();
-  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
-  return page.url().split('/pipelines/')[1];
-}
 
 test.describe('pause and resume', () => {
   let agent: AgentProcess | undefined;
@@ -26,7 +15,7 @@ test.describe('pause and resume', () => {
     await signIn(page);
     const run = unique('pz');
     agent = startAgent(baseURL!, ['--simulate', '1', '--hostname-template', `${run}-a`, '--label', `e2e-run=${run}`]);
-    const pipelineId = await createPipeline(page, run);
+    const pipelineId = await createPipeline(page, run, 'pause');
     await callApi(request, 'pipeline.deploy', { pipeline_id: pipelineId, config_yaml: 'sources: {}\n# v1\n', changelog: 'v1' });
     await callApi(request, 'release.canary.create', {
       pipeline_id: pipelineId,

@@ -1,7 +1,7 @@
 import { test, expect, Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { signIn, startAgent, unique, AgentProcess } from './helpers';
+import { createPipeline, signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: operator UI. A two-stage plan authored in the deploy dialog, two real agents
 // labelled rollout-wave=a and rollout-wave=b, checked from what the agents themselves received.
@@ -12,17 +12,6 @@ const shots = path.resolve(__dirname, '../test-results/screenshots');
 function servedConfig(agent: AgentProcess, pipelineId: string): string | null {
   const file = path.join(agent.dataDir, 'sim-0', 'pipelines', `${pipelineId}.yaml`);
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
-}
-
-async function createPipeline(page: Page, run: string): Promise<string> {
-  const name = unique('rollout');
-  await page.goto('/pipelines');
-  await page.getByLabel('Name').fill(name);
-  await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
-  await page.getByRole('button', { name: 'Create pipeline' }).click();
-  await page.getByRole('status').getByRole('link', { name }).click();
-  await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
-  return page.url().split('/pipelines/')[1];
 }
 
 async function deployNow(page: Page, config: string) {
@@ -86,7 +75,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
   test('a failing error-rate gate rolls stage 1 back and stage 2 never opens', async ({ page, baseURL }) => {
     const run = unique('fail');
     const { a, b } = startWaves(baseURL!, run);
-    const pipelineId = await createPipeline(page, run);
+    const pipelineId = await createPipeline(page, run, 'rollout');
     await deployNow(page, 'sources: {}\n# baseline v1\n');
     await expectRunning(page, `${run}-a`, 'v1');
     await expectRunning(page, `${run}-b`, 'v1');
@@ -128,7 +117,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
   test('with auto-advance off a passing stage holds, then an operator advances and completes', async ({ page, baseURL }) => {
     const run = unique('hold');
     const { a, b } = startWaves(baseURL!, run);
-    const pipelineId = await createPipeline(page, run);
+    const pipelineId = await createPipeline(page, run, 'rollout');
     await deployNow(page, 'sources: {}\n# baseline v1\n');
     await expectRunning(page, `${run}-a`, 'v1');
     await expectRunning(page, `${run}-b`, 'v1');

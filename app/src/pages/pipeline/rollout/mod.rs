@@ -197,7 +197,8 @@ fn ActionButtons(
     // buttons that can only be refused.
     let left = health_window_left(&release);
     let button = move |action: Action| {
-        let waits = left.is_some() && action != Action::Rollback;
+        let waits = left.is_some()
+            && matches!(action, Action::Advance | Action::Complete | Action::Broaden);
         let class = match action {
             Action::Advance | Action::Broaden | Action::Resume => "primary",
             Action::Complete | Action::Pause => "",
