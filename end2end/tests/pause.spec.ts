@@ -35,7 +35,7 @@ test.describe('pause and resume', () => {
     await page.waitForTimeout(3_000);
     await expect(countdown).toHaveText(stopped!);
     await expect(page.getByRole('button', { name: 'Advance next stage' })).toHaveCount(0);
-    await expect(page.getByTestId('notes')).toContainText('pause by admin@e2e.test');
+    await expect(page.getByTestId('rollout').getByTestId('notes')).toContainText('pause by admin@e2e.test');
 
     await page.getByRole('button', { name: 'Resume' }).click();
     await expect(page.getByTestId('paused')).toHaveCount(0);
