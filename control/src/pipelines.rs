@@ -278,6 +278,19 @@ pub async fn deploy(
     changelog: &str,
     now: i64,
 ) -> Result<VersionRow> {
+    deploy_noted(db, actor, pipeline_id, config_yaml, changelog, None, now).await
+}
+
+/// [`deploy`] with the reason the operator gave, kept in the audit event (`reason`).
+pub async fn deploy_noted(
+    db: &Db,
+    actor: &Actor,
+    pipeline_id: &str,
+    config_yaml: &str,
+    changelog: &str,
+    reason: Option<&str>,
+    now: i64,
+) -> Result<VersionRow> {
     let config = parse_config(config_yaml)?;
     let changelog = parse_changelog(changelog)?;
     let pipeline = get_pipeline(db, pipeline_id).await?;
@@ -306,6 +319,7 @@ pub async fn deploy(
                 "version": version,
                 "previousVersion": pipeline.deployed_version,
                 "changelog": changelog,
+                "reason": reason,
             }),
         },
     )

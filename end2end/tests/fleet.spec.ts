@@ -39,11 +39,20 @@ test.describe('fleet and direct deploy', () => {
     await expect(page.getByRole('heading', { level: 1, name: pipeline })).toBeVisible();
     await expect(page.getByTestId('deployed-version')).toHaveText('not deployed');
 
-    // Deploy a first version through the form.
+    // Deploy a first version through the form: "Deploy now" is a choice (the dialog opens on
+    // a progressive rollout) and asks for confirmation naming the node count, then a reason.
+    const asked: string[] = [];
+    page.on('dialog', (d) => {
+      asked.push(d.message());
+      void d.accept();
+    });
+    await page.getByRole('radio', { name: 'Deploy now' }).check();
     await page.getByLabel('Config (YAML)').fill('sources:\n  in:\n    type: demo_logs\n');
     await page.getByLabel('Changelog').fill('first version');
     await page.getByRole('button', { name: 'Deploy now' }).click();
     await expect(page.getByRole('status')).toHaveText('Deployed v1');
+    const named = /^Deploy this config to all (\d+) nodes at once, without a canary\?$/.exec(asked[0]);
+    expect(Number(named?.[1])).toBeGreaterThanOrEqual(2);
     await expect(page.getByTestId('deployed-version')).toHaveText('v1');
 
     // Both agents report v1 RUNNING, as shown on the pipeline page and the fleet page.

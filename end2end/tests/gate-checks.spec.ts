@@ -16,6 +16,8 @@ test.describe('gate checks during a bake', () => {
     const run = unique('live');
     agent = startAgent(baseURL!, ['--simulate', '1', '--hostname-template', `${run}-a`, '--label', `e2e-run=${run}`]);
     const pipelineId = await createPipeline(page, run, 'checks');
+    // Deploy now's confirmation and reason; later the rollback's.
+    page.on('dialog', (d) => d.accept());
     await page.getByRole('radio', { name: 'Deploy now' }).check();
     await page.getByLabel('Config (YAML)').fill('sources: {}\n# baseline v1\n');
     await page.getByLabel('Changelog').fill('baseline');
@@ -50,8 +52,6 @@ test.describe('gate checks during a bake', () => {
     await expect(gate.locator('svg.sparkline circle').first()).toBeVisible();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
 
-    // The confirmation, then the optional reason.
-    page.on('dialog', (d) => d.accept());
     await page.getByRole('button', { name: 'Rollback Canary' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
   });

@@ -53,6 +53,8 @@ test.describe('progressive rollout from the deploy dialog', () => {
   let consoleErrors: string[] = [];
   test.beforeEach(async ({ page }) => {
     consoleErrors = [];
+    // Deploy now and Complete all remaining ask for confirmation and a reason: accept.
+    page.on('dialog', (d) => d.accept());
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
@@ -140,8 +142,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await expectRunning(page, `${run}-b`, 'v2');
 
     // Complete re-checks stage 2's gates: it passes once wave b has served traffic. It asks
-    // for an optional reason first.
-    page.on('dialog', (d) => d.accept());
+    // for confirmation and an optional reason first (accepted in beforeEach).
     await expect(async () => {
       await page.getByRole('button', { name: 'Complete all remaining' }).click();
       await expect(rollout).toHaveAttribute('data-status', 'BROADENED', { timeout: 3_000 });

@@ -374,6 +374,7 @@ pub async fn deploy_pipeline(
     pipeline_id: String,
     config_yaml: String,
     changelog: String,
+    #[server(default)] reason: Option<String>,
 ) -> Result<VersionView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -382,12 +383,14 @@ pub async fn deploy_pipeline(
     vf_control::config_check::validate(ctl.settings.config_validator.as_ref(), &config_yaml)
         .await
         .map_err(fail)?;
-    let v = vf_control::pipelines::deploy(
+    let reason = vf_control::releases::operator_reason(reason).map_err(fail)?;
+    let v = vf_control::pipelines::deploy_noted(
         &ctl.db,
         &g.actor,
         &pipeline_id,
         &config_yaml,
         &changelog,
+        reason.as_deref(),
         ctl.now(),
     )
     .await

@@ -94,7 +94,8 @@ pub fn DeployForm(
     detail: Resource<Result<PipelineDetail, ServerFnError>>,
 ) -> impl IntoView {
     let create = ServerAction::<CreateCanary>::new();
-    let mode = RwSignal::new(Mode::Direct);
+    // A staged rollout by default: deploying to everyone at once is a deliberate choice.
+    let mode = RwSignal::new(Mode::Progressive);
     let config = RwSignal::new(String::new());
     let changelog = RwSignal::new(String::new());
     let touched = RwSignal::new(false);
@@ -200,15 +201,28 @@ pub fn DeployForm(
             return;
         }
         let m = mode.get_untracked();
-        submitted.set(Some(m));
         if m == Mode::Direct {
+            let nodes = context.with_untracked(|c| c.as_ref().map_or(0, |c| c.fleet.0));
+            let question = format!(
+                "Deploy this config to all {} at once, without a canary?",
+                plural(nodes, "node")
+            );
+            if !crate::components::confirmed(&question) {
+                return;
+            }
+            let Some(reason) = crate::components::reason_prompt("Reason (optional):") else {
+                return;
+            };
+            submitted.set(Some(m));
             deploy.dispatch(DeployPipeline {
                 pipeline_id: id.get_untracked(),
                 config_yaml: config.get_untracked(),
                 changelog: changelog.get_untracked(),
+                reason,
             });
             return;
         }
+        submitted.set(Some(m));
         let CanaryRequestParts {
             selector,
             window_minutes,
@@ -242,7 +256,8 @@ pub fn DeployForm(
     };
 
     view! {
-        <form class="card form deploy-dialog" aria-label="Deploy" novalidate on:submit=submit>
+        <form class="card form deploy-dialog" aria-label="Deploy" novalidate on:submit=submit
+            on:keydown=never_submit_on_enter>
             <h2>"Deploy"</h2>
             <ModeChoice mode/>
             <ConfigEditor config touched/>
@@ -265,6 +280,26 @@ pub fn DeployForm(
             </div>
             <div class="deploy-outcome" aria-live="polite">{outcome}</div>
         </form>
+    }
+}
+
+/// Enter in a field of the dialog never submits it: a release starts only from its button
+/// (Enter on a focused button still presses it, and Enter in the config makes a new line).
+fn never_submit_on_enter(ev: leptos::ev::KeyboardEvent) {
+    if ev.key() != "Enter" {
+        return;
+    }
+    let tag = event_target::<leptos::web_sys::Element>(&ev).tag_name();
+    if matches!(tag.as_str(), "INPUT" | "SELECT") {
+        ev.prevent_default();
+    }
+}
+
+fn plural(n: i64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
     }
 }
 

@@ -173,7 +173,7 @@ pub fn RolloutView(
             {r.hold_reason.clone().map(|h| view! { <p class="hold" data-testid="hold-reason">"Held: " {h}</p> })}
             {r.paused.clone().map(|p| view! { <Paused pause=p now=r.now/> })}
             {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
-            <ActionButtons release=r.clone() release_id actions/>
+            <ActionButtons release=r.clone() release_id actions remaining=waiting.count/>
             <Notes notes=r.notes.clone()/>
             <ol class="stages" data-testid="stages">
                 {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown/> }).collect_view()}
@@ -189,7 +189,10 @@ fn ActionButtons(
     release: ReleaseView,
     release_id: String,
     actions: RolloutActions,
+    /// The nodes no stage has targeted yet: what "Complete all remaining" sends the canary to.
+    remaining: i64,
 ) -> impl IntoView {
+    let canary = release.canary_version;
     use vf_rules::Action;
     let id = StoredValue::new(release_id);
     let busy = move || actions.pending();
@@ -213,9 +216,16 @@ fn ActionButtons(
                     actions.advance.dispatch(AdvanceRelease { release_id, reason });
                 }
                 Action::Complete => {
-                    if let Some(reason) = reason_prompt(
-                        "Complete all remaining stages now? Every node gets the canary. Reason (optional):",
-                    ) {
+                    let question = format!(
+                        "Complete all remaining stages now? {} more get v{canary} at once, without their bakes.",
+                        plural(remaining, "node")
+                    );
+                    let reason = if confirmed(&question) {
+                        reason_prompt("Reason (optional):")
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = reason {
                         actions.complete.dispatch(CompleteRelease { release_id, reason });
                     }
                 }
