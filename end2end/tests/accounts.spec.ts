@@ -129,7 +129,7 @@ test.describe('roles on the rollout view', () => {
     await expect(rollout).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
     await expect(page.getByTestId('stage-1')).toHaveAttribute('data-state', 'baking');
     await expect(page.getByTestId('stage-2')).toHaveAttribute('data-state', 'pending');
-    for (const name of ['Advance next stage', 'Complete all remaining', 'Rollback Canary']) {
+    for (const name of ['Advance next stage', 'Complete all remaining', 'Roll back']) {
       await expect(page.getByRole('button', { name })).toHaveCount(0);
     }
     await expect(page.getByRole('form', { name: 'Deploy' })).toHaveCount(0);
@@ -150,7 +150,7 @@ test.describe('roles on the rollout view', () => {
     await signIn(page, editor, password);
     await page.goto(`/pipelines/${pipeline.id}`);
     await expect(page.getByRole('form', { name: 'Deploy' })).toBeVisible();
-    await expect(page.getByRole('button', { name: 'Rollback Canary' })).toHaveCount(0);
+    await expect(page.getByRole('button', { name: 'Roll back' })).toHaveCount(0);
     const advance = page.getByRole('button', { name: 'Advance next stage' });
     await expect(advance).toBeVisible();
     // The button works once the page hydrated: press until stage 2 opens.

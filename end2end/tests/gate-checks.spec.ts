@@ -51,8 +51,15 @@ test.describe('gate checks during a bake', () => {
     await expect(gate.getByTestId('live-value')).toHaveText('2.00%');
     await expect(gate.locator('svg.sparkline circle').first()).toBeVisible();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
+    // While the release is in flight the deploy dialog gives way to a notice.
+    await expect(page.getByTestId('deploy-locked')).toContainText('A rollout of v2 is in flight');
+    await expect(page.getByRole('form', { name: 'Deploy' })).toHaveCount(0);
 
-    await page.getByRole('button', { name: 'Rollback Canary' }).click();
+    await page.getByRole('button', { name: 'Roll back' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
+    // Once the release left flight, the dialog is back, fresh.
+    await expect(page.getByTestId('deploy-locked')).toHaveCount(0);
+    await expect(page.getByRole('form', { name: 'Deploy' })).toBeVisible();
+    await expect(page.getByLabel('Changelog')).toHaveValue('');
   });
 });

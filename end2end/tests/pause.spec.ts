@@ -43,7 +43,7 @@ test.describe('pause and resume', () => {
     const first = await countdown.textContent();
     await expect(countdown).not.toHaveText(first!, { timeout: 5_000 });
 
-    await page.getByRole('button', { name: 'Rollback Canary' }).click();
+    await page.getByRole('button', { name: 'Roll back' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
   });
 });

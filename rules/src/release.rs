@@ -102,7 +102,7 @@ impl Action {
         match self {
             Action::Advance => "Advance next stage",
             Action::Complete => "Complete all remaining",
-            Action::Rollback => "Rollback Canary",
+            Action::Rollback => "Roll back",
             Action::Broaden => "Broaden",
             Action::Pause => "Pause",
             Action::Resume => "Resume",

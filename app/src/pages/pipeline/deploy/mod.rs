@@ -104,6 +104,9 @@ pub fn DeployForm(
     let context = RwSignal::new(None::<DeployContext>);
     let release_id = RwSignal::new(ReleaseId::Loading);
     let submitted = RwSignal::new(None::<Mode>);
+    // The canary version of a release in flight: the dialog gives way to a notice linking the
+    // rollout, and starts afresh once the release completes or is rolled back.
+    let in_flight = RwSignal::new(None::<i64>);
 
     // Effects run only in the browser, after hydration, so server and client render the
     // same markup; the dialog then fills in from the page's detail resource.
@@ -118,7 +121,27 @@ pub fn DeployForm(
         if context.with_untracked(|c| *c != next) {
             context.set(next);
         }
+        let flying = (d.release.as_ref())
+            .filter(|r| r.in_flight())
+            .map(|r| r.canary_version);
+        if in_flight.get_untracked() != flying {
+            in_flight.set(flying);
+        }
     });
+    Effect::watch(
+        move || in_flight.get(),
+        move |now, before, _| {
+            if now.is_none() && before.is_some_and(Option::is_some) {
+                touched.set(false);
+                changelog.set(String::new());
+                plan.set(PlanDraft::default());
+                canary.set(CanaryDraft::default());
+                submitted.set(None);
+                detail.refetch();
+            }
+        },
+        false,
+    );
     Effect::new(move |_| reserve_release_id(release_id));
     Effect::watch(
         move || deploy.version().get(),
@@ -255,7 +278,21 @@ pub fn DeployForm(
         }),
     };
 
+    let notice = move || {
+        let version = in_flight.get().unwrap_or_default();
+        view! {
+            <section class="card deploy-dialog" aria-label="Deploy" data-testid="deploy-locked">
+                <h2>"Deploy"</h2>
+                <p>
+                    {format!("A rollout of v{version} is in flight. ")}
+                    <a href="#rollout">"See the rollout"</a>
+                    "; a new deploy or rollout can start once it completes or is rolled back."
+                </p>
+            </section>
+        }
+    };
     view! {
+        <Show when=move || in_flight.get().is_none() fallback=notice>
         <form class="card form deploy-dialog" aria-label="Deploy" novalidate on:submit=submit
             on:keydown=never_submit_on_enter>
             <h2>"Deploy"</h2>
@@ -280,6 +317,7 @@ pub fn DeployForm(
             </div>
             <div class="deploy-outcome" aria-live="polite">{outcome}</div>
         </form>
+        </Show>
     }
 }
 

@@ -157,7 +157,7 @@ pub fn RolloutView(
         "Latest release"
     };
     view! {
-        <section class="card rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.map(|s| s.as_str())>
+        <section class="card rollout" id="rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.map(|s| s.as_str())>
             <div class="rollout-head">
                 <h2>{title}</h2>
                 {r.status.map(|s| view! { <StatusBadge status=s/> })}
@@ -246,7 +246,7 @@ fn ActionButtons(
                 }
                 Action::Rollback => {
                     let ok = confirmed(
-                        "Roll back this canary? Every node returns to the previous config.",
+                        "Roll back this release? Every node returns to the previous config.",
                     );
                     let reason = if ok { reason_prompt("Why roll back? (optional)") } else { None };
                     if let Some(reason) = reason {
