@@ -146,10 +146,11 @@ test.describe('roles on the rollout view', () => {
     await signOutButton(page).click();
     await expect(page).toHaveURL(/\/signin$/);
 
-    // The editor may deploy and advance (not roll back someone else's release).
+    // The editor may deploy (once this release is over: the dialog says so meanwhile) and
+    // advance (not roll back someone else's release).
     await signIn(page, editor, password);
     await page.goto(`/pipelines/${pipeline.id}`);
-    await expect(page.getByRole('form', { name: 'Deploy' })).toBeVisible();
+    await expect(page.getByTestId('deploy-locked')).toContainText('is in flight');
     await expect(page.getByRole('button', { name: 'Roll back' })).toHaveCount(0);
     const advance = page.getByRole('button', { name: 'Advance next stage' });
     await expect(advance).toBeVisible();
