@@ -396,6 +396,15 @@ pub fn label_text(labels: &Labels) -> String {
         .join(", ")
 }
 
+/// `1 node`, `3 nodes`.
+pub fn plural(n: i64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
 /// A unix-ms time as `YYYY-MM-DD HH:MM:SS UTC` (the same on server and browser).
 pub fn format_time(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

@@ -155,24 +155,29 @@ pub fn promql_queries<'g>(gates: impl IntoIterator<Item = &'g Gate>) -> Vec<&'g 
     queries
 }
 
-/// Every gate of a stage, in plan order, settled: the final verdicts a deadline or an
-/// operator's action reads.
-pub fn evaluate_stage(gates: &[Gate], inputs: &GateInputs) -> Vec<GateResult> {
-    gates
-        .iter()
-        .map(|gate| settle(gate, evaluate(gate, inputs)))
-        .collect()
-}
-
-/// What a stage is judged on at its deadline or by an operator's action: its gates
-/// ([`evaluate_stage`]), then canary crashes ([`crashed`]) and proof of apply ([`applied`],
+/// What a stage is judged on at its deadline or by an operator's action: every gate in plan
+/// order, each [`settle`]d, then canary crashes ([`crashed`]) and proof of apply ([`applied`],
 /// off with `minAppliedPercent: 0`) when the inputs carry the canary nodes' reports.
 pub fn stage_results(
     gates: &[Gate],
     min_applied_percent: f64,
     inputs: &GateInputs,
 ) -> Vec<GateResult> {
-    let mut results = evaluate_stage(gates, inputs);
+    let checks = gates.iter().map(|gate| evaluate(gate, inputs)).collect();
+    stage_results_of(gates, checks, min_applied_percent, inputs)
+}
+
+/// [`stage_results`] from checks of `gates` already made (one per gate, in plan order), so
+/// a caller that also keeps the raw checks does not evaluate twice.
+pub fn stage_results_of(
+    gates: &[Gate],
+    checks: Vec<GateResult>,
+    min_applied_percent: f64,
+    inputs: &GateInputs,
+) -> Vec<GateResult> {
+    let mut results: Vec<GateResult> = (gates.iter().zip(checks))
+        .map(|(gate, check)| settle(gate, check))
+        .collect();
     if let Some(canary) = &inputs.canary {
         results.extend(crashed(canary));
         if min_applied_percent > 0.0 {
@@ -951,7 +956,8 @@ mod tests {
             ]),
             ..GateInputs::default()
         };
-        let results = evaluate_stage(&gates, &inputs);
+        // Without canary reports in the inputs, only the gates are judged.
+        let results = stage_results(&gates, 100.0, &inputs);
         let verdicts: Vec<Verdict> = results.iter().map(|r| r.verdict).collect();
         assert_eq!(verdicts, [Verdict::Pass, Verdict::Pass, Verdict::Fail]);
         assert!(!all_passed(&results));

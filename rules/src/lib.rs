@@ -34,8 +34,8 @@ pub use checks::{Check, GateChecks};
 pub use config::{check_config_yaml, ConfigProblem};
 pub use fencing::{served, InFlight, Served, ServedKind};
 pub use gates::{
-    all_passed, applied, crashed, custom_promql, error_rate, evaluate, evaluate_stage, preflight,
-    promql_queries, settle, stage_results, throughput_drop, CanaryNodes, ErrorCounts, GateInputs,
+    all_passed, applied, crashed, custom_promql, error_rate, evaluate, preflight, promql_queries,
+    settle, stage_results, stage_results_of, throughput_drop, CanaryNodes, ErrorCounts, GateInputs,
     GateResult, NodeCrash, NodeErrors, PromQlOutcome, Verdict,
 };
 pub use node::{derive_status, NodeStatus};

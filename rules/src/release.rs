@@ -488,7 +488,7 @@ mod tests {
         let planless =
             RolloutPlan::planless(CanarySelector::Percentage(Percent::HUNDRED), 5).expect("valid");
         let results =
-            crate::gates::evaluate_stage(&planless.stages()[0].gates, &GateInputs::default());
+            crate::gates::stage_results(&planless.stages()[0].gates, 100.0, &GateInputs::default());
         assert!(matches!(
             on_bake_expired(&planless, 0, &results),
             Decision::Hold { .. }

@@ -137,7 +137,6 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let db = &ctl.db;
     let now = ctl.now();
     let (plan, planless) = parse_plan(ctl, &req)?;
-    preflight_promql(ctl, &plan).await?;
     let config = parse_config(&req.config_yaml)?;
     if req.changelog.len() > 4000 {
         return Err(ControlError::invalid(
@@ -148,6 +147,8 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let pipeline = get_pipeline(db, &req.pipeline_id).await?;
     crate::config_check::refuse_identical(db, &pipeline, &config).await?;
     refuse_if_release_in_flight(&db.pool, &pipeline.id, "create a canary").await?;
+    // Prometheus and the validator command run last: a refusal that needs neither comes first.
+    preflight_promql(ctl, &plan).await?;
     crate::config_check::validate(ctl.settings.config_validator.as_ref(), &config).await?;
 
     let snapshot = FleetSnapshot::read(db, &pipeline).await?;

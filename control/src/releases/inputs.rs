@@ -294,8 +294,10 @@ pub async fn throughput_eps(
     Ok((during > 0).then(|| during as f64 / seconds))
 }
 
-/// Everything the current stage's gates need, read now; PromQL queries run for `gates` only
-/// (those due for a check, or all of the stage's).
+/// What `gates` (those due for a check, or all of the stage's) read, read now: the canary
+/// nodes' error counters only for an errorRate gate, the throughput only for a
+/// throughputDrop gate, their PromQL queries; the canary nodes' reports (crashes, proof of
+/// apply) always.
 pub async fn gate_inputs<'g>(
     ctl: &Control,
     release: &Release,
@@ -305,27 +307,35 @@ pub async fn gate_inputs<'g>(
     let Some(current) = release.state.current() else {
         return Ok(GateInputs::default());
     };
+    let gates: Vec<&Gate> = gates.into_iter().collect();
+    let needs = |kind: fn(&Gate) -> bool| gates.iter().any(|g| kind(g));
     let targeted = release.targeted();
-    let this_stage: BTreeSet<String> = current.node_ids.iter().cloned().collect();
-    let counts = error_counts(
-        &ctl.db,
-        &release.pipeline_id,
-        release.canary_version,
-        &targeted,
-        &this_stage,
-        current.started_at,
-    )
-    .await
-    .map_err(input(GateInput::ErrorCounts))?;
-    let current_eps = throughput_eps(
-        &ctl.db,
-        &release.pipeline_id,
-        current.started_at,
-        current.start_minute_events,
-        now,
-    )
-    .await
-    .map_err(input(GateInput::Throughput))?;
+    let mut counts = Vec::new();
+    if needs(|g| matches!(g, Gate::ErrorRate { .. })) {
+        let this_stage: BTreeSet<String> = current.node_ids.iter().cloned().collect();
+        counts = error_counts(
+            &ctl.db,
+            &release.pipeline_id,
+            release.canary_version,
+            &targeted,
+            &this_stage,
+            current.started_at,
+        )
+        .await
+        .map_err(input(GateInput::ErrorCounts))?;
+    }
+    let mut current_eps = None;
+    if needs(|g| matches!(g, Gate::ThroughputDrop { .. })) {
+        current_eps = throughput_eps(
+            &ctl.db,
+            &release.pipeline_id,
+            current.started_at,
+            current.start_minute_events,
+            now,
+        )
+        .await
+        .map_err(input(GateInput::Throughput))?;
+    }
     let canary = canary_nodes(
         &ctl.db,
         &release.pipeline_id,
@@ -343,7 +353,7 @@ pub async fn gate_inputs<'g>(
         bake_remaining_ms: (current.bake_deadline - now).max(0),
         ..GateInputs::default()
     };
-    for query in promql_queries(gates) {
+    for query in promql_queries(gates.iter().copied()) {
         let outcome = match &ctl.settings.prometheus {
             Some(settings) => instant_query(&ctl.http, settings, query).await,
             None => PromQlOutcome::Other("VF_PROMETHEUS_URL is not set".into()),

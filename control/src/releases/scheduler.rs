@@ -7,7 +7,7 @@
 //! want. Deadlines and check times live in the database, so a restart resumes where it was.
 
 use vf_rules::{
-    checks, crashed, evaluate, on_bake_expired, on_check_failed, stage_results, Decision,
+    checks, crashed, evaluate, on_bake_expired, on_check_failed, stage_results_of, Decision,
     DecisionKind, Gate, GateEvaluation, GateResult, ReleaseStatus, Step, Trigger, Verdict,
 };
 
@@ -112,16 +112,17 @@ async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<DecisionKi
     let gates = stage_gates(release);
     let (step, evaluation, state) = match gate_inputs(ctl, release, gates, now).await {
         Ok(inputs) => {
-            let checked: Vec<(usize, GateResult)> = (gates.iter().enumerate())
-                .filter(|(_, gate)| gate.watch().is_some())
-                .map(|(i, gate)| (i, evaluate(gate, &inputs)))
+            let raw: Vec<GateResult> = gates.iter().map(|g| evaluate(g, &inputs)).collect();
+            let checked: Vec<(usize, GateResult)> = (raw.iter().enumerate())
+                .filter(|(i, _)| gates[*i].watch().is_some())
+                .map(|(i, result)| (i, result.clone()))
                 .collect();
             for (_, result) in &checked {
                 ctl.metrics.gate_check(result);
             }
             let (state, _) = release.state.record_checks(checked, now);
             let min_applied = plan.min_applied_percent(index);
-            let results = stage_results(gates, min_applied, &inputs);
+            let results = stage_results_of(gates, raw, min_applied, &inputs);
             let decision = on_bake_expired(plan, index, &results);
             let evaluation = evaluated(now, results, &decision);
             (Step::Decided(decision), Some(evaluation), state)

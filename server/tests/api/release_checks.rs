@@ -15,6 +15,16 @@ fn hour_long_first_stage(gates: Value) -> Value {
     plan
 }
 
+/// A release of [`BAD_CONFIG`] (half its events are errors) by `plan`.
+async fn bad_canary(app: &TestApp, pipeline_id: &str, plan: Value) -> (String, Value) {
+    app.create_release(json!({
+        "pipeline_id": pipeline_id,
+        "config_yaml": BAD_CONFIG,
+        "rollout_plan": plan,
+    }))
+    .await
+}
+
 /// The verdicts of the checks of the first checked gate of a stage, oldest first.
 fn check_verdicts(release: &Value, stage: usize) -> Vec<String> {
     let series = release["stages"][stage]["checks"][0]["series"]
@@ -32,13 +42,7 @@ async fn a_failing_gate_rolls_back_at_its_first_check_long_before_the_deadline(a
         {"healthWindow": {}},
         {"errorRate": {"maxPercent": 5, "intervalSeconds": 10}},
     ]);
-    let (id, created) = app
-        .create_release(json!({
-            "pipeline_id": p.id,
-            "config_yaml": BAD_CONFIG,
-            "rollout_plan": hour_long_first_stage(gates),
-        }))
-        .await;
+    let (id, created) = bad_canary(&app, &p.id, hour_long_first_stage(gates)).await;
     poll_twice(&mut [&mut a, &mut b]).await;
     assert_eq!(served(&[&a, &b], &p.id), [Some(2), Some(1)]);
 
@@ -90,13 +94,7 @@ async fn checks_without_data_never_fail_and_the_failure_limit_counts_failing_che
     let app = TestApp::spawn().await;
     let (mut a, mut b, p) = two_waves_on_v1(&app).await;
     let gates = json!([{"errorRate": {"maxPercent": 5, "intervalSeconds": 10, "failureLimit": 3}}]);
-    let (id, _) = app
-        .create_release(json!({
-            "pipeline_id": p.id,
-            "config_yaml": BAD_CONFIG,
-            "rollout_plan": hour_long_first_stage(gates),
-        }))
-        .await;
+    let (id, _) = bad_canary(&app, &p.id, hour_long_first_stage(gates)).await;
 
     // No canary node has reported yet: the check is inconclusive and stored as such.
     app.clock.advance_ms(10_000);
@@ -204,11 +202,7 @@ async fn without_auto_rollback_a_gate_failing_mid_bake_holds_and_the_canary_stay
     let gates = json!([{"errorRate": {"maxPercent": 5, "intervalSeconds": 10}}]);
     let mut plan = hour_long_first_stage(gates);
     plan["autoRollbackOnGateFail"] = json!(false);
-    let (id, _) = app
-        .create_release(
-            json!({"pipeline_id": p.id, "config_yaml": BAD_CONFIG, "rollout_plan": plan}),
-        )
-        .await;
+    let (id, _) = bad_canary(&app, &p.id, plan).await;
     poll_twice(&mut [&mut a, &mut b]).await;
     assert_eq!(app.decide_after(10_000).await, "hold");
     let r = app.release(&id).await;

@@ -12,7 +12,7 @@ use crate::api::pipelines::DeployPipeline;
 use crate::api::releases::{new_release_id, preview_release, CreateCanary};
 use crate::components::ErrorBox;
 use crate::preview::{GroupRef, PreviewView, StagePreview};
-use crate::types::PipelineDetail;
+use crate::types::{plural, PipelineDetail};
 
 mod canary_fields;
 mod canary_model;
@@ -330,14 +330,6 @@ fn never_submit_on_enter(ev: leptos::ev::KeyboardEvent) {
     let tag = event_target::<leptos::web_sys::Element>(&ev).tag_name();
     if matches!(tag.as_str(), "INPUT" | "SELECT") {
         ev.prevent_default();
-    }
-}
-
-fn plural(n: i64, one: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {one}s")
     }
 }
 

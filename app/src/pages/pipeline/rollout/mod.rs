@@ -14,7 +14,7 @@ use crate::api::releases::{
     AdvanceRelease, BroadenRelease, CompleteRelease, PauseRelease, ResumeRelease, RollbackRelease,
 };
 use crate::components::{ErrorBox, StatusBadge};
-use crate::types::{NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
+use crate::types::{plural, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use checks::{LiveChecks, RefusedAttempts};
 use countdown::{format_remaining, Countdown};
 pub use gates::GateEvaluations;
@@ -347,14 +347,6 @@ fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl 
                 <RefusedAttempts attempts=s.refused.clone()/>
             })}
         </li>
-    }
-}
-
-fn plural(n: i64, one: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {one}s")
     }
 }
 
