@@ -118,7 +118,9 @@ impl Fleet {
             json!({"selector": {"percentage": percent}, "bakeSeconds": 30,
                    "gates": [{"healthWindow": {}}]})
         };
-        let plan = json!({"stages": [stage(p), stage(50), stage(100)], "autoAdvance": false});
+        // The bench's nodes report no pipeline: proof of apply is off, as delivery is measured.
+        let plan = json!({"stages": [stage(p), stage(50), stage(100)], "autoAdvance": false,
+                          "minAppliedPercent": 0});
         releases::create_canary(
             &self.control,
             &actor(),
@@ -199,7 +201,8 @@ impl Fleet {
     /// `count` more pipelines, each with a one-stage release whose bake has ended.
     pub async fn due_releases(&self, count: usize) {
         let stage = json!({"stages": [{"selector": {"percentage": 50}, "bakeSeconds": 30,
-                                       "gates": [{"healthWindow": {}}]}]});
+                                       "gates": [{"healthWindow": {}}]}],
+                           "minAppliedPercent": 0});
         for i in 0..count {
             let p = pipelines::create_pipeline(
                 &self.control.db,
