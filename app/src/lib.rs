@@ -66,9 +66,23 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Effects run only in the browser, once the page hydrated: mark the page as started, which
+    // hides the notice below (and tells end-to-end tests the buttons work).
+    Effect::new(|_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
     view! {
         <Stylesheet id="leptos" href="/pkg/vectorflow.css"/>
         <Title text="VectorFlow"/>
+        // Shown by the stylesheet only when the page has not started in the browser 10 s after
+        // loading (the bundle missing or failing): otherwise the page looks normal and every
+        // button is dead.
+        <div class="app-not-started" role="alert">
+            "This page could not start in your browser, so its buttons do not work. Reload it; if this stays, the app's bundle (/pkg/vectorflow.wasm) did not load."
+        </div>
         <Router>
             <Layout>
                 <Routes fallback=|| view! { <h1>"Page not found"</h1> }>

@@ -98,11 +98,19 @@ pub enum AuditAction {
     ReleasePause,
     /// `release.resume`: an operator resumed a paused release.
     ReleaseResume,
+    /// `environment.line_stop`: an admin stopped the line of an environment.
+    EnvironmentLineStop,
+    /// `environment.line_lift`: an admin lifted a stopped line.
+    EnvironmentLineLift,
+    /// `freeze_window.create`.
+    FreezeWindowCreate,
+    /// `freeze_window.delete`.
+    FreezeWindowDelete,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 32] = {
+    pub const ALL: [AuditAction; 36] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -137,6 +145,10 @@ impl AuditAction {
             RolloutDelete,
             ReleasePause,
             ReleaseResume,
+            EnvironmentLineStop,
+            EnvironmentLineLift,
+            FreezeWindowCreate,
+            FreezeWindowDelete,
         ]
     };
 
@@ -176,6 +188,10 @@ impl AuditAction {
             RolloutDelete => "rollout.delete",
             ReleasePause => "release.pause",
             ReleaseResume => "release.resume",
+            EnvironmentLineStop => "environment.line_stop",
+            EnvironmentLineLift => "environment.line_lift",
+            FreezeWindowCreate => "freeze_window.create",
+            FreezeWindowDelete => "freeze_window.delete",
         }
     }
 
@@ -189,7 +205,8 @@ impl AuditAction {
             PipelineCreate | PipelineDeploy => "pipeline",
             NodeEnroll | NodeLabels | NodeRevoke => "node",
             NodeGroupCreate | NodeGroupDelete => "node_group",
-            EnvironmentCreate => "environment",
+            EnvironmentCreate | EnvironmentLineStop | EnvironmentLineLift => "environment",
+            FreezeWindowCreate | FreezeWindowDelete => "freeze_window",
             EnrollmentTokenCreate | EnrollmentTokenRevoke => "enrollment_token",
             ApiTokenCreate | ApiTokenRevoke => "api_token",
             UserCreate | UserGrantsSet | UserDisable | UserEnable | UserPasswordSet
@@ -621,7 +638,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 32] = {
+    const SPELLED: [(AuditAction, &str); 36] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -656,6 +673,10 @@ mod tests {
             (RolloutDelete, "rollout.delete"),
             (ReleasePause, "release.pause"),
             (ReleaseResume, "release.resume"),
+            (EnvironmentLineStop, "environment.line_stop"),
+            (EnvironmentLineLift, "environment.line_lift"),
+            (FreezeWindowCreate, "freeze_window.create"),
+            (FreezeWindowDelete, "freeze_window.delete"),
         ]
     };
 

@@ -12,6 +12,7 @@ pub mod db;
 pub mod delivery;
 pub mod error;
 pub mod fleet;
+pub mod freeze;
 pub mod generation;
 pub mod handle;
 pub mod heartbeat;

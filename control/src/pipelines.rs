@@ -1,6 +1,7 @@
 //! Pipelines, their immutable numbered versions, and direct deploys.
 
 use serde_json::json;
+use vf_rules::freeze::Change;
 
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::fleet::{parse_labels, Labels};
@@ -278,10 +279,23 @@ pub async fn deploy(
     changelog: &str,
     now: i64,
 ) -> Result<VersionRow> {
-    deploy_noted(db, actor, pipeline_id, config_yaml, changelog, None, now).await
+    deploy_noted(
+        db,
+        actor,
+        pipeline_id,
+        config_yaml,
+        changelog,
+        None,
+        None,
+        now,
+    )
+    .await
 }
 
-/// [`deploy`] with the reason the operator gave, kept in the audit event (`reason`).
+/// [`deploy`] with the reason the operator gave, kept in the audit event (`reason`), and an
+/// admin's reason for deploying during a freeze window (`freeze_override`; the caller
+/// checked the role).
+#[allow(clippy::too_many_arguments)]
 pub async fn deploy_noted(
     db: &Db,
     actor: &Actor,
@@ -289,6 +303,7 @@ pub async fn deploy_noted(
     config_yaml: &str,
     changelog: &str,
     reason: Option<&str>,
+    freeze_override: Option<&str>,
     now: i64,
 ) -> Result<VersionRow> {
     let config = parse_config(config_yaml)?;
@@ -296,8 +311,15 @@ pub async fn deploy_noted(
     let pipeline = get_pipeline(db, pipeline_id).await?;
     refuse_if_release_in_flight(&db.pool, pipeline_id, "deploy directly").await?;
     crate::config_check::refuse_identical(db, &pipeline, &config).await?;
+    let freeze_override = freeze_override
+        .map(|r| crate::freeze::freeze_override(Some(r)))
+        .transpose()?;
+    let overridden = freeze_override.is_some();
+    (crate::freeze::hold_of(db, &pipeline.environment_id, now).await?)
+        .allow(Change::DirectDeploy, overridden)?;
     let mut tx = audit::begin(db).await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
+    crate::freeze::refuse_in(&mut tx, pipeline_id, Change::DirectDeploy, overridden, now).await?;
     let version =
         insert_version(&mut tx, pipeline_id, &config, &changelog, &actor.name, now).await?;
     sqlx::query("UPDATE pipelines SET deployed_version = $1, updated_at = $2 WHERE id = $3")
@@ -320,6 +342,7 @@ pub async fn deploy_noted(
                 "previousVersion": pipeline.deployed_version,
                 "changelog": changelog,
                 "reason": reason,
+                "freezeOverride": freeze_override,
             }),
         },
     )

@@ -78,3 +78,9 @@ export async function createPipeline(page: Page, run: string, prefix: string): P
 export function unique(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/** Waits until the page has started in the browser (hydrated): before that, buttons and forms
+ * do nothing, or submit natively. */
+export async function appReady(page: Page) {
+  await expect(page.locator('html')).toHaveAttribute('data-hydrated', 'true');
+}

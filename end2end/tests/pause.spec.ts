@@ -45,5 +45,13 @@ test.describe('pause and resume', () => {
 
     await page.getByRole('button', { name: 'Roll back' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
+    await expect(page.getByTestId('latest-release')).toHaveText('v2: Rolled back');
+
+    // A direct deploy afterwards: the header and the card say the release no longer is what
+    // the fleet runs (v3 is the rollback's copy of v1).
+    await callApi(request, 'pipeline.deploy', { pipeline_id: pipelineId, config_yaml: 'sources: {}\n# v4\n', changelog: 'v4' });
+    await expect(page.getByTestId('deployed-version')).toHaveText('v4');
+    await expect(page.getByTestId('superseded')).toContainText('Since this release, v4 was deployed directly by');
+    await expect(page.getByTestId('rollout').getByRole('heading', { level: 2 })).toHaveText('Latest release (superseded)');
   });
 });

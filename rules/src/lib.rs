@@ -13,6 +13,7 @@
 //! - [`gates`]: gate verdicts from already-fetched inputs, and the no-data policy.
 //! - [`checks`]: checks of the signal gates during a bake, and failure limits.
 //! - [`config`]: what a pipeline config must be before a version of it exists.
+//! - [`freeze`]: what an environment allows now: a stopped line, freeze windows.
 //! - [`node`]: a node's status (HEALTHY, DEGRADED, UNREACHABLE, UNKNOWN) from its last contact.
 //! - [`promql`]: reading a Prometheus answer down to the one number a gate compares.
 //! - [`release`]: release statuses, operator actions and what happens when a bake ends;
@@ -22,6 +23,7 @@ pub mod access;
 pub mod checks;
 pub mod config;
 pub mod fencing;
+pub mod freeze;
 pub mod gates;
 pub mod node;
 pub mod percent;

@@ -75,6 +75,17 @@ impl ReleaseStatus {
     pub fn baking(self) -> bool {
         self == ReleaseStatus::CanaryDeployed
     }
+
+    /// The words people read: `Baking`, `Held for review`, `Complete`, `Rolled back` (a
+    /// paused release says `Paused` instead; the caller knows).
+    pub fn label(self) -> &'static str {
+        match self {
+            ReleaseStatus::CanaryDeployed => "Baking",
+            ReleaseStatus::HealthCheck => "Held for review",
+            ReleaseStatus::Broadened => "Complete",
+            ReleaseStatus::RolledBack => "Rolled back",
+        }
+    }
 }
 
 impl fmt::Display for ReleaseStatus {

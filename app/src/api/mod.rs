@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod audit;
 pub mod edge;
 pub mod fleet;
+pub mod freeze;
 pub mod pipelines;
 pub mod releases;
 #[cfg(feature = "ssr")]

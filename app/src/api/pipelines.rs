@@ -375,10 +375,15 @@ pub async fn deploy_pipeline(
     config_yaml: String,
     changelog: String,
     #[server(default)] reason: Option<String>,
+    #[server(default)] override_freeze: bool,
 ) -> Result<VersionView, ServerFnError> {
     use super::server::*;
-    use vf_control::access::{Role, Target};
+    use vf_control::access::{self, Role, Target};
     let (ctl, g) = authorize(Role::Editor, Target::Pipeline(&pipeline_id)).await?;
+    // Only an admin deploys through a freeze window, and says why.
+    if override_freeze {
+        access::check(Some(g.role), Role::Admin, "this pipeline's environment").map_err(fail)?;
+    }
     vf_control::pipelines::parse_config(&config_yaml).map_err(fail)?;
     vf_control::config_check::validate(ctl.settings.config_validator.as_ref(), &config_yaml)
         .await
@@ -391,6 +396,7 @@ pub async fn deploy_pipeline(
         &config_yaml,
         &changelog,
         reason.as_deref(),
+        override_freeze.then(|| reason.as_deref().unwrap_or_default()),
         ctl.now(),
     )
     .await

@@ -1,6 +1,10 @@
 //! Server functions of releases: create a canary (progressive or plan-less), read, list,
 //! and the operator actions. JSON in and out, so CI pipelines drive releases with curl.
 
+// A server function takes one argument per field of its JSON body (the wire format is the
+// argument list), and the macro's generated items do not carry an item-level allow.
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
@@ -142,10 +146,19 @@ pub async fn create_canary(
     #[server(default)] canary_selector: Option<serde_json::Value>,
     #[server(default)] health_check_window_minutes: Option<i64>,
     #[server(default)] release_id: Option<String>,
+    #[server(default)] override_freeze: bool,
+    #[server(default)] reason: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
-    use vf_control::access::{Role, Target};
+    use vf_control::access::{self, Role, Target};
     let (ctl, g) = authorize(Role::Editor, Target::Pipeline(&pipeline_id)).await?;
+    // Only an admin goes through a freeze window, and says why.
+    let freeze_override = if override_freeze {
+        access::check(Some(g.role), Role::Admin, "this pipeline's environment").map_err(fail)?;
+        Some(reason.unwrap_or_default())
+    } else {
+        None
+    };
     let req = vf_control::releases::CanaryRequest {
         pipeline_id,
         config_yaml,
@@ -154,6 +167,7 @@ pub async fn create_canary(
         canary_selector,
         health_check_window_minutes,
         release_id,
+        freeze_override,
     };
     let r = vf_control::releases::create_canary(&ctl, &g.actor, req)
         .await
@@ -355,6 +369,7 @@ async fn act(
     release_id: String,
     action: vf_rules::Action,
     reason: Option<String>,
+    override_freeze: bool,
 ) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{self, role_for_release_action, Role, Target};
@@ -364,9 +379,19 @@ async fn act(
         .map_err(fail)?;
     let need = role_for_release_action(action, &creator, &g.actor.name);
     access::check(Some(g.role), need, "this release's environment").map_err(fail)?;
-    let r = vf_control::releases::act_with_reason(&ctl, &g.actor, &release_id, action, reason)
-        .await
-        .map_err(fail)?;
+    if override_freeze {
+        access::check(Some(g.role), Role::Admin, "this release's environment").map_err(fail)?;
+    }
+    let r = vf_control::releases::act_with_reason(
+        &ctl,
+        &g.actor,
+        &release_id,
+        action,
+        reason,
+        override_freeze,
+    )
+    .await
+    .map_err(fail)?;
     Ok(release_view(r, ctl.now(), &g))
 }
 
@@ -377,8 +402,15 @@ async fn act(
 pub async fn advance_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
+    #[server(default)] override_freeze: bool,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Advance, reason).await
+    act(
+        release_id,
+        vf_rules::Action::Advance,
+        reason,
+        override_freeze,
+    )
+    .await
 }
 
 /// Re-evaluates the current stage's gates and completes the release.
@@ -386,8 +418,15 @@ pub async fn advance_release(
 pub async fn complete_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
+    #[server(default)] override_freeze: bool,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Complete, reason).await
+    act(
+        release_id,
+        vf_rules::Action::Complete,
+        reason,
+        override_freeze,
+    )
+    .await
 }
 
 /// Plan-less canaries: the same as complete.
@@ -395,8 +434,15 @@ pub async fn complete_release(
 pub async fn broaden_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
+    #[server(default)] override_freeze: bool,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Broaden, reason).await
+    act(
+        release_id,
+        vf_rules::Action::Broaden,
+        reason,
+        override_freeze,
+    )
+    .await
 }
 
 /// Publishes the previous config as a new version and deploys it (or undeploys a first
@@ -406,7 +452,7 @@ pub async fn rollback_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Rollback, reason).await
+    act(release_id, vf_rules::Action::Rollback, reason, false).await
 }
 
 /// Stops the bake clock and the scheduler for this release until resumed.
@@ -415,7 +461,7 @@ pub async fn pause_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Pause, reason).await
+    act(release_id, vf_rules::Action::Pause, reason, false).await
 }
 
 /// Resumes a paused release with the bake time it had left.
@@ -424,7 +470,7 @@ pub async fn resume_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
 ) -> Result<ReleaseView, ServerFnError> {
-    act(release_id, vf_rules::Action::Resume, reason).await
+    act(release_id, vf_rules::Action::Resume, reason, false).await
 }
 
 #[cfg(feature = "ssr")]

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_location, use_query_map};
 
+use super::hold::{BannerOf, HoldBanner};
 use super::session::Session;
 use crate::api::fleet::list_environments;
 use crate::types::EnvironmentView;
@@ -57,6 +58,15 @@ pub fn Layout(children: Children) -> impl IntoView {
     let session = Session::provide();
     let env_name = use_env_name();
     let envs = Resource::new(|| (), |_| list_environments());
+    // The banner of the environment shown; a pipeline's page shows its own environment's.
+    let path = use_location().pathname;
+    let banner = Signal::derive(move || {
+        if path.get().starts_with("/pipelines/") {
+            BannerOf::Nothing
+        } else {
+            BannerOf::Environment(env_name.get())
+        }
+    });
     let suffix = move || {
         env_name
             .get()
@@ -127,7 +137,10 @@ pub fn Layout(children: Children) -> impl IntoView {
                 })}
             </Transition>
         </header>
-        <main class="page">{children()}</main>
+        <main class="page">
+            <HoldBanner of=banner/>
+            {children()}
+        </main>
     }
     .into_any()
 }

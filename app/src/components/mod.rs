@@ -1,11 +1,13 @@
 //! Small pieces every page uses. A page showing what a server call answered wraps it in
 //! [`Loaded`]; a list of rows is a [`Table`], and [`AsyncTable`] is the two together.
 
+mod hold;
 mod layout;
 mod loaded;
 mod session;
 mod table;
 
+pub use hold::{releases_text, BannerOf, HoldBanner};
 pub use layout::{current_env, use_env_name, use_tick, Layout};
 pub use loaded::{AsyncTable, Loaded};
 pub use session::{use_session, Can, Roles, Session};

@@ -7,8 +7,13 @@ use crate::api::error_text;
 use crate::api::fleet::{
     list_enrollment_tokens, CreateEnrollmentToken, CreateEnvironment, RevokeEnrollmentToken,
 };
+use crate::api::freeze::{
+    environment_hold, list_freeze_windows, CreateFreezeWindow, DeleteFreezeWindow, LiftLine,
+    StopLine,
+};
 use crate::components::{current_env, use_env_name, use_session, Can, ErrorBox, Loaded, Table};
-use crate::types::format_time;
+use crate::components::{reason_prompt, releases_text};
+use crate::types::{format_time, EnvironmentView};
 
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
@@ -50,6 +55,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
                 Some((env, Some(tokens))) => {
                     let env_id = env.id.clone();
                     view! {
+                        <LineAndFreezes env=env.clone()/>
                         <section class="card">
                             <h2>{format!("Enrollment tokens of {}", env.name)}</h2>
                             <Table rows=tokens columns=&["Prefix", "Label", "Created", "State"] actions=true let:t>
@@ -110,5 +116,135 @@ pub fn EnvironmentsPage() -> impl IntoView {
             })}
         </form>
         </Can>
+    }
+}
+
+/// An admin's controls of the environment's holds: stop or lift the line, and the freeze
+/// windows (add, delete).
+#[component]
+fn LineAndFreezes(env: EnvironmentView) -> impl IntoView {
+    let stop = ServerAction::<StopLine>::new();
+    let lift = ServerAction::<LiftLine>::new();
+    let add = ServerAction::<CreateFreezeWindow>::new();
+    let delete = ServerAction::<DeleteFreezeWindow>::new();
+    let env_id = env.id.clone();
+    let data = Resource::new(
+        move || {
+            (
+                stop.version().get(),
+                lift.version().get(),
+                add.version().get(),
+                delete.version().get(),
+            )
+        },
+        move |_| {
+            let id = env_id.clone();
+            async move {
+                let hold = environment_hold(id.clone()).await?;
+                let windows = list_freeze_windows(id).await?;
+                Ok::<_, ServerFnError>((hold, windows))
+            }
+        },
+    );
+    let window = RwSignal::new(String::new());
+    let window_reason = RwSignal::new(String::new());
+    let env_id = env.id.clone();
+    let add_window = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        add.dispatch(CreateFreezeWindow {
+            environment_id: env_id.clone(),
+            window: window.get_untracked(),
+            reason: crate::components::non_blank(&window_reason.get_untracked()),
+        });
+    };
+    let line_outcome = move || {
+        let stopped = stop
+            .value()
+            .get()
+            .map(|r| r.map(|c| releases_text(c.releases.len(), "paused")));
+        let lifted = lift
+            .value()
+            .get()
+            .map(|r| r.map(|c| releases_text(c.releases.len(), "resumed")));
+        let latest = if stop.version().get() >= lift.version().get() {
+            stopped
+        } else {
+            lifted
+        };
+        latest.map(|r| match r {
+            Ok(text) => view! { <p class="ok" role="status">{text}</p> }.into_any(),
+            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+        })
+    };
+    let env_name = env.name.clone();
+    view! {
+        <Loaded resource=data let:loaded>
+            {
+                let (hold, windows) = loaded;
+                let env_id = hold.environment_id.clone();
+                let name = env_name.clone();
+                let line = match hold.line_stopped.clone() {
+                    None => view! {
+                        <p>"The line runs: releases and deploys go ahead."</p>
+                        <button class="danger" data-testid="stop-line" on:click=move |_| {
+                            let question = format!("Stop the line of {name}? Every in-flight release there pauses, and new releases and direct deploys are refused until the line is lifted.");
+                            if !crate::components::confirmed(&question) { return; }
+                            let Some(reason) = reason_prompt("Reason (shown in the banner and in every refusal):") else { return };
+                            stop.dispatch(StopLine { environment_id: env_id.clone(), reason });
+                        }>"Stop the line"</button>
+                    }.into_any(),
+                    Some(l) => view! {
+                        <p>{format!("Stopped by {} since {}{}.", l.by, format_time(l.at), l.reason.map(|r| format!(": {r}")).unwrap_or_default())}</p>
+                        <button class="primary" data-testid="lift-line" on:click=move |_| {
+                            let Some(reason) = reason_prompt("Lift the line? Releases the stop paused resume. Reason (optional):") else { return };
+                            lift.dispatch(LiftLine { environment_id: env_id.clone(), reason });
+                        }>"Lift the line"</button>
+                    }.into_any(),
+                };
+                view! {
+                    <section class="card" aria-label="Line">
+                        <h2>{format!("Line of {}", hold.environment)}</h2>
+                        {line}
+                        {line_outcome}
+                    </section>
+                    <section class="card" aria-label="Freeze windows">
+                        <h2>"Freeze windows"</h2>
+                        <p class="hint">"While a window is open the scheduler does not advance or complete releases here, and new releases, deploys, advance and complete need an admin's override with a reason. Rolling back is always allowed."</p>
+                        <Table rows=windows columns=&["Window", "Reason", "Added", "Now"] actions=true let:w>
+                            <tr data-testid="freeze-window">
+                                <td class="mono">{w.window.clone()}</td>
+                                <td>{w.reason.clone().unwrap_or_default()}</td>
+                                <td>{format!("{} by {}", format_time(w.created_at), w.created_by)}</td>
+                                <td>{if w.open { "open" } else { "closed" }}</td>
+                                <td>{
+                                    let (id, text) = (w.id.clone(), w.window.clone());
+                                    view! {
+                                        <button class="danger small" on:click=move |_| {
+                                            if crate::components::confirmed(&format!("Delete the freeze window {text}?")) {
+                                                delete.dispatch(DeleteFreezeWindow { id: id.clone() });
+                                            }
+                                        }>"Delete"</button>
+                                    }
+                                }</td>
+                            </tr>
+                        </Table>
+                    </section>
+                }
+            }
+        </Loaded>
+        <form class="card form" aria-label="New freeze window" on:submit=add_window>
+            <h2>"New freeze window"</h2>
+            <label>"When"
+                <input name="window" required bind:value=window placeholder="Fri 16:00 - Mon 08:00 Europe/Berlin"/>
+            </label>
+            <p class="hint">"Weekly: \"Fri 16:00 - Mon 08:00 Europe/Berlin\". Once: \"2026-12-24 00:00 - 2026-12-27 08:00 Europe/Berlin\", or whole days \"2026-12-24 - 2026-12-27 UTC\"."</p>
+            <label>"Reason" <input name="freeze-reason" bind:value=window_reason placeholder="weekend"/></label>
+            <button type="submit">"Add freeze window"</button>
+            {move || add.value().get().map(|r| match r {
+                Ok(w) => view! { <p class="ok" role="status">{format!("Added {}", w.window)}</p> }.into_any(),
+                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+            })}
+            {move || delete.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
+        </form>
     }
 }

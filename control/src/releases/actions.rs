@@ -5,6 +5,8 @@
 //! successful actions'. A manual action never rolls back on its own.
 
 use crate::audit::Actor;
+use crate::freeze::hold_of_pipeline;
+use vf_rules::freeze::Change;
 use vf_rules::{
     check_action, on_manual, stage_results, Action, Decision, GateEvaluation, Note, Refusal,
     RefusedAttempt, Step, MAX_REASON_CHARS,
@@ -24,19 +26,25 @@ pub async fn act(
     release_id: &str,
     action: Action,
 ) -> Result<StoredRelease> {
-    act_with_reason(ctl, actor, release_id, action, None).await
+    act_with_reason(ctl, actor, release_id, action, None, false).await
 }
 
 /// [`act`] with the reason the operator gave (at most 500 characters; blank is none): kept
-/// on the release (`notes`, and a rollback's failure reason) and in the audit event.
+/// on the release (`notes`, and a rollback's failure reason) and in the audit event. With
+/// `override_freeze` (an admin's, the caller checked the role) an advance or complete goes
+/// through a freeze window, and the reason is required.
 pub async fn act_with_reason(
     ctl: &Control,
     actor: &Actor,
     release_id: &str,
     action: Action,
     reason: Option<String>,
+    override_freeze: bool,
 ) -> Result<StoredRelease> {
     let reason = operator_reason(reason)?;
+    if override_freeze {
+        crate::freeze::freeze_override(reason.as_deref())?;
+    }
     let release = match read_release(ctl, release_id, ReadBy::Action).await? {
         Ok(release) => release,
         Err(unreadable) if action == Action::Rollback => {
@@ -45,7 +53,9 @@ pub async fn act_with_reason(
         }
         Err(unreadable) => return Err(unreadable.refusal()),
     };
-    act_on(ctl, actor, &release, action, reason).await.map(Ok)
+    act_on(ctl, actor, &release, action, reason, override_freeze)
+        .await
+        .map(Ok)
 }
 
 /// A reason as given: trimmed, blank is none, at most [`MAX_REASON_CHARS`] characters.
@@ -71,6 +81,7 @@ async fn act_on(
     release: &Release,
     action: Action,
     reason: Option<String>,
+    override_freeze: bool,
 ) -> Result<Release> {
     let now = ctl.now();
     let state = &release.state;
@@ -84,6 +95,16 @@ async fn act_on(
         state.paused.is_some(),
     )
     .map_err(|refusal| ControlError::Conflict(refusal.to_string()))?;
+    let change = match action {
+        Action::Advance => Some(Change::Advance),
+        Action::Complete | Action::Broaden => Some(Change::Complete),
+        Action::Resume => Some(Change::Resume),
+        Action::Rollback | Action::Pause => None,
+    };
+    if let Some(change) = change {
+        (hold_of_pipeline(&ctl.db, &release.pipeline_id, now).await?)
+            .allow(change, override_freeze)?;
+    }
     let note = reason.clone().map(|reason| Note {
         at: now,
         actor: actor.name.clone(),
@@ -103,6 +124,7 @@ async fn act_on(
         Action::Pause => Some(Step::Pause {
             by,
             reason: reason.clone(),
+            line_stop: false,
         }),
         Action::Resume => Some(Step::Resume { by }),
         Action::Advance | Action::Complete | Action::Broaden => None,
@@ -130,11 +152,12 @@ async fn act_on(
                 results,
                 decision: decision.kind(),
             };
-            apply(
+            apply_noted(
                 ctl,
                 release,
                 Step::Decided(decision),
                 Some(evaluation),
+                note,
                 actor,
                 now,
             )

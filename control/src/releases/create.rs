@@ -4,12 +4,14 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
+use vf_rules::freeze::Change;
 use vf_rules::{parse_canary_selector, preflight, Gate, ReleaseState, RolloutPlan};
 
 use super::state::{get_release, Release};
 use super::targets::{selector_field, FleetSnapshot};
 use super::transition::opening;
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
+use crate::freeze::{freeze_override, hold_of, refuse_in};
 use crate::heartbeat::minute_of;
 use crate::ids::new_id;
 use crate::pipelines::{
@@ -36,6 +38,9 @@ pub struct CanaryRequest {
     /// An id chosen in advance (the deploy dialog previews percentage stages with it, since
     /// ranking depends on the release id); a fresh one when absent.
     pub release_id: Option<String>,
+    /// An admin's reason for creating the release during a freeze window (the caller
+    /// checked the role); refused without one while the environment is frozen.
+    pub freeze_override: Option<String>,
 }
 
 fn plan_error(e: vf_rules::PlanError) -> ControlError {
@@ -147,6 +152,11 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let pipeline = get_pipeline(db, &req.pipeline_id).await?;
     crate::config_check::refuse_identical(db, &pipeline, &config).await?;
     refuse_if_release_in_flight(&db.pool, &pipeline.id, "create a canary").await?;
+    let freeze_override = (req.freeze_override.as_deref())
+        .map(|r| freeze_override(Some(r)))
+        .transpose()?;
+    (hold_of(db, &pipeline.environment_id, now).await?)
+        .allow(Change::NewRelease, freeze_override.is_some())?;
     // Prometheus and the validator command run last: a refusal that needs neither comes first.
     preflight_promql(ctl, &plan).await?;
     crate::config_check::validate(ctl.settings.config_validator.as_ref(), &config).await?;
@@ -181,6 +191,15 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     let mut tx = audit::begin(db).await?;
     // The previous version recorded below must still be the deployed one at commit.
     claim_pipeline(&mut tx, &pipeline.id, pipeline.row_version).await?;
+    // The line may have stopped, or a freeze opened, since the check above.
+    refuse_in(
+        &mut tx,
+        &pipeline.id,
+        Change::NewRelease,
+        freeze_override.is_some(),
+        now,
+    )
+    .await?;
     let canary_version = insert_version(
         &mut tx,
         &pipeline.id,
@@ -240,6 +259,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
                 "plan": plan_json,
                 "baselineEps": baseline,
                 "stage1Nodes": stage_nodes,
+                "freezeOverride": freeze_override,
             }),
         },
     )

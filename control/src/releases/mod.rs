@@ -21,6 +21,18 @@ pub use scheduler::{check_soon, tick, TickOutcome, Ticked};
 pub use series::{stage_series, SeriesPoint};
 pub use state::{
     get_release, in_flight_row, latest_release, latest_statuses, list_releases, load_release,
-    release_creator, ReadBy, Release, ReleaseRow, StoredRelease, Unreadable, RELEASE_COLUMNS,
+    read_release, release_creator, ReadBy, Release, ReleaseRow, StoredRelease, Unreadable,
+    RELEASE_COLUMNS,
 };
 pub use targets::FleetSnapshot;
+
+/// Applies a step decided outside this module (the environment's line pausing or resuming
+/// a release) at the clock's now.
+pub(crate) async fn apply_step(
+    ctl: &crate::Control,
+    release: &Release,
+    step: vf_rules::Step,
+    actor: &crate::Actor,
+) -> crate::Result<Release> {
+    transition::apply(ctl, release, step, None, actor, ctl.now()).await
+}

@@ -5,6 +5,8 @@
 //! failing checks reached its `failureLimit` rolls the release back (or holds it) at once.
 //! The loop around it lives in the server; tests call [`tick`] directly with the time they
 //! want. Deadlines and check times live in the database, so a restart resumes where it was.
+//! Releases of an environment whose line is stopped are left alone; during a freeze window
+//! a stage that passes is held for an operator (`vf_rules::freeze::hold_back`).
 
 use vf_rules::{
     checks, crashed, evaluate, on_bake_expired, on_check_failed, stage_results_of, Decision,
@@ -14,7 +16,9 @@ use vf_rules::{
 use super::inputs::{gate_inputs, InputError};
 use super::state::{ReadBy, Release, ReleaseRow, RELEASE_COLUMNS};
 use super::transition::{apply, record_checks};
+use crate::freeze::hold_of_pipeline;
 use crate::{Actor, Control, ControlError, Result};
+use vf_rules::freeze::hold_back;
 
 /// The actor recorded for the scheduler's decisions.
 pub const SCHEDULER: &str = "scheduler";
@@ -55,6 +59,9 @@ pub async fn tick(ctl: &Control, now: i64) -> Result<Vec<TickOutcome>> {
     let due = sqlx::query_as::<_, ReleaseRow>(crate::sql!(
         "SELECT {RELEASE_COLUMNS} FROM releases
          WHERE status = $1 AND paused IS NULL AND (bake_deadline <= $2 OR next_check_at <= $2)
+           AND NOT EXISTS (SELECT 1 FROM pipelines p JOIN environments e
+                           ON e.id = p.environment_id
+                           WHERE p.id = releases.pipeline_id AND e.line_stopped IS NOT NULL)
          ORDER BY bake_deadline"
     ))
     .bind(ReleaseStatus::CanaryDeployed.as_str())
@@ -123,7 +130,14 @@ async fn decide(ctl: &Control, release: &Release, now: i64) -> Result<DecisionKi
             let (state, _) = release.state.record_checks(checked, now);
             let min_applied = plan.min_applied_percent(index);
             let results = stage_results_of(gates, raw, min_applied, &inputs);
-            let decision = on_bake_expired(plan, index, &results);
+            let decision = match on_bake_expired(plan, index, &results) {
+                // During a freeze window a stage that passed is held for an operator.
+                forward @ (Decision::StartStage(_) | Decision::Complete) => {
+                    let hold = hold_of_pipeline(&ctl.db, &release.pipeline_id, now).await?;
+                    hold_back(forward, index, hold.hold.freeze.as_ref())
+                }
+                decision => decision,
+            };
             let evaluation = evaluated(now, results, &decision);
             (Step::Decided(decision), Some(evaluation), state)
         }

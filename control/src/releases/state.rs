@@ -290,7 +290,7 @@ pub async fn load_release(ctl: &Control, id: &str) -> Result<StoredRelease> {
 }
 
 /// One release by id, parsed or not; an unreadable one is reported as read by `by`.
-pub(super) async fn read_release(ctl: &Control, id: &str, by: ReadBy) -> Result<StoredRelease> {
+pub async fn read_release(ctl: &Control, id: &str, by: ReadBy) -> Result<StoredRelease> {
     Ok(fetch(ctl, id)
         .await?
         .parse()

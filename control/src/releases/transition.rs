@@ -6,7 +6,10 @@
 //! gets a conflict.
 
 use serde_json::json;
-use vf_rules::{Deploy, GateEvaluation, Note, OpenedStage, ReleaseState, ReleaseStatus, Step};
+use vf_rules::freeze::Change;
+use vf_rules::{
+    Decision, Deploy, GateEvaluation, Note, OpenedStage, ReleaseState, ReleaseStatus, Step,
+};
 
 use super::state::{get_release, Release, Unreadable};
 use super::targets::FleetSnapshot;
@@ -80,6 +83,12 @@ pub async fn apply_noted(
 
     let next = &t.state;
     let mut tx = audit::begin(db).await?;
+    // A stopped line holds every step forward, read where the step commits.
+    if let Some(change) = forward(&step) {
+        crate::freeze::hold_in(&mut tx, &pipeline.environment_id, now, true)
+            .await?
+            .allow(change, true)?;
+    }
     let done = sqlx::query(
         "UPDATE releases SET status = $1, stages = $2, current_stage = $3, bake_deadline = $4,
             hold_reason = $5, failure_reason = $6, updated_by = $7, updated_at = $8,
@@ -156,6 +165,18 @@ pub async fn apply_noted(
         "release transition"
     );
     get_release(ctl, &release.id).await
+}
+
+/// The change a step makes that a stopped line holds back: advance, complete, resume.
+fn forward(step: &Step) -> Option<Change> {
+    match step {
+        Step::Decided(Decision::StartStage(_)) => Some(Change::Advance),
+        Step::Decided(Decision::Complete) => Some(Change::Complete),
+        Step::Resume { .. } => Some(Change::Resume),
+        Step::Decided(Decision::Hold { .. } | Decision::Rollback { .. })
+        | Step::Refused(_)
+        | Step::Pause { .. } => None,
+    }
 }
 
 /// Stores the checks of a baking release (`checked`, from

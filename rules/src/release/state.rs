@@ -131,6 +131,9 @@ pub struct Pause {
     /// The bake time left when paused; resume gives it back. `None` when no stage baked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bake_left_ms: Option<i64>,
+    /// Paused because an admin stopped the environment's line: lifting the line resumes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub line_stop: bool,
 }
 
 /// The reason an operator gave for an action (rollback, complete, pause, resume, ...).
@@ -228,10 +231,12 @@ pub struct ReleaseState {
 pub enum Step {
     Decided(Decision),
     Refused(RefusedAttempt),
-    /// An operator pauses the release (with an optional reason).
+    /// An operator pauses the release (with an optional reason); `line_stop` when it pauses
+    /// because the environment's line was stopped.
     Pause {
         by: String,
         reason: Option<String>,
+        line_stop: bool,
     },
     Resume {
         by: String,
@@ -513,7 +518,14 @@ impl ReleaseState {
         let reason = match (step, &self.paused) {
             (Step::Pause { .. }, Some(_)) => return Err(TransitionError::AlreadyPaused),
             (Step::Resume { .. }, None) => return Err(TransitionError::NotPaused),
-            (Step::Pause { by, reason }, None) => {
+            (
+                Step::Pause {
+                    by,
+                    reason,
+                    line_stop,
+                },
+                None,
+            ) => {
                 let bake_left_ms = (self.bake_deadline)
                     .filter(|_| baking)
                     .map(|d| (d - now).max(0));
@@ -522,6 +534,7 @@ impl ReleaseState {
                     by: by.clone(),
                     reason: reason.clone(),
                     bake_left_ms,
+                    line_stop: *line_stop,
                 });
                 format!("paused by {by}")
             }
@@ -780,6 +793,7 @@ mod tests {
         let pause = Step::Pause {
             by: "ann".into(),
             reason: Some("waiting for the DB team".into()),
+            line_stop: false,
         };
         let paused = s
             .apply(&pause, None, None, T0 + 20_000)
@@ -880,7 +894,8 @@ mod tests {
             Just(refused("refused")),
             Just(Step::Pause {
                 by: "ann".into(),
-                reason: None
+                reason: None,
+                line_stop: false,
             }),
             Just(Step::Resume { by: "ann".into() }),
         ]

@@ -132,6 +132,7 @@ impl Fleet {
                 canary_selector: None,
                 health_check_window_minutes: None,
                 release_id: None,
+                freeze_override: None,
             },
         )
         .await
@@ -235,6 +236,7 @@ impl Fleet {
                     canary_selector: None,
                     health_check_window_minutes: None,
                     release_id: None,
+                    freeze_override: None,
                 },
             )
             .await

@@ -72,6 +72,11 @@ enum Fresh {
     Rollout,
     /// A rollout with an override for org `acme`, at row version 2.
     RolloutWithOrg,
+    /// A freeze window of the fixtures' environment (closed at the test's clock).
+    FreezeWindow,
+    /// The fixtures' environment with its line running, or stopped.
+    LineRunning,
+    LineStopped,
 }
 
 struct Made {
@@ -513,6 +518,43 @@ fn table() -> Vec<Row> {
             F::Nothing,
             no_body,
         ),
+        // --- environment holds (last: a stopped line refuses the releases other rows make)
+        row(
+            Fn("environment.hold"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            env_body,
+        ),
+        row(Fn("freeze.list"), Viewer, Environment, F::Nothing, env_body),
+        row(
+            Fn("freeze.create"),
+            Admin,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "environment_id": fx.env, "window": "Sat 00:00 - Sun 00:00 UTC" }),
+        ),
+        row(
+            Fn("freeze.delete"),
+            Admin,
+            Environment,
+            F::FreezeWindow,
+            |_, m| json!({ "id": m.id }),
+        ),
+        row(
+            Fn("environment.line.stop"),
+            Admin,
+            Environment,
+            F::LineRunning,
+            env_body,
+        ),
+        row(
+            Fn("environment.line.lift"),
+            Admin,
+            Environment,
+            F::LineStopped,
+            env_body,
+        ),
     ]
 }
 
@@ -757,6 +799,39 @@ async fn make(app: &TestApp, fresh: Fresh, n: usize) -> Made {
     };
     match fresh {
         Fresh::Nothing => made(String::new()),
+        Fresh::FreezeWindow => made(
+            vf_control::freeze::create_freeze_window(
+                db,
+                &operator(),
+                &app.env_id,
+                "Sat 00:00 - Sun 00:00 UTC",
+                None,
+                now,
+            )
+            .await
+            .unwrap()
+            .id,
+        ),
+        Fresh::LineRunning | Fresh::LineStopped => {
+            let hold = vf_control::freeze::hold_of(db, &app.env_id, now)
+                .await
+                .unwrap();
+            let (ctl, env) = (&app.control, &app.env_id);
+            match (fresh, hold.hold.line.is_some()) {
+                (Fresh::LineRunning, true) => {
+                    vf_control::freeze::lift_line(ctl, &operator(), env, None)
+                        .await
+                        .unwrap();
+                }
+                (Fresh::LineStopped, false) => {
+                    vf_control::freeze::stop_line(ctl, &operator(), env, None)
+                        .await
+                        .unwrap();
+                }
+                _ => {}
+            }
+            made(String::new())
+        }
         Fresh::Name => made(name),
         Fresh::Pipeline => made(deployed_pipeline(app, &name).await),
         Fresh::Release => {

@@ -13,6 +13,7 @@ mod config_checks;
 mod delivery_consistency;
 mod edge;
 mod fleet_pages;
+mod freeze;
 mod fuzz_agent;
 mod fuzz_opamp;
 mod fuzz_support;

@@ -116,3 +116,33 @@ async fn a_paused_release_rolls_back_with_its_reason_and_reasons_are_bounded() {
     assert_eq!(last.action, "release.rollback");
     assert_eq!(details(last)["operatorReason"], "customer escalation");
 }
+
+#[tokio::test]
+async fn complete_all_remaining_keeps_its_reason_on_the_release_and_in_the_audit() {
+    let app = TestApp::spawn().await;
+    let (mut a, mut b, p) = two_waves_on_v1(&app).await;
+    let (id, _) = app
+        .create_release(json!({
+            "pipeline_id": p.id,
+            "config_yaml": "v: 2\n",
+            "rollout_plan": {"stages": [wave("a", json!([])), wave("b", json!([]))]},
+        }))
+        .await;
+    poll_twice(&mut [&mut a, &mut b]).await;
+    let done = app
+        .call_ok(
+            "release.canary.complete",
+            json!({"release_id": id, "reason": "approved by the on-call lead"}),
+        )
+        .await;
+    assert_eq!(done["status"], "BROADENED");
+    assert_eq!(done["notes"][0]["action"], "complete");
+    assert_eq!(done["notes"][0]["reason"], "approved by the on-call lead");
+    let log = app.release_audit(&id).await;
+    let last = log.last().unwrap();
+    assert_eq!(last.action, "release.complete");
+    assert_eq!(
+        details(last)["operatorReason"],
+        "approved by the on-call lead"
+    );
+}

@@ -12,7 +12,9 @@ mod history;
 mod nodes;
 mod rollout;
 
-use crate::components::{non_blank, use_session, use_tick, LabelChips, Loaded, Table};
+use crate::components::{
+    non_blank, use_session, use_tick, BannerOf, HoldBanner, LabelChips, Loaded, Table,
+};
 use crate::types::{format_time, DiffView, NodesQuery, PipelineDetail};
 use deploy::DeployForm;
 use history::History;
@@ -77,6 +79,8 @@ pub fn PipelinePage() -> impl IntoView {
         },
     );
     view! {
+        <HoldBanner of=Signal::derive(move || BannerOf::Pipeline(id.get()))
+            refresh=Signal::derive(move || changes.get().0)/>
         <Loaded resource=detail loading="Loading pipeline..." let:d>
             <PipelineHeader d=d.clone()/>
             <RolloutView d=d.clone() actions shown/>
@@ -95,6 +99,14 @@ pub fn PipelinePage() -> impl IntoView {
 
 #[component]
 fn PipelineHeader(d: PipelineDetail) -> impl IntoView {
+    let latest = d.release.as_ref().map(|r| {
+        let status = match (r.paused.is_some(), r.status) {
+            (true, _) => "Paused",
+            (false, Some(s)) => s.label(),
+            (false, None) => "state unreadable",
+        };
+        format!("v{}: {status}", r.canary_version)
+    });
     let p = d.pipeline;
     view! {
         <p class="crumbs"><a href=format!("/pipelines?env={}", d.environment.name)>"Pipelines"</a>" / " {d.environment.name.clone()}</p>
@@ -102,6 +114,8 @@ fn PipelineHeader(d: PipelineDetail) -> impl IntoView {
         <dl class="facts">
             <dt>"Deployed version"</dt>
             <dd data-testid="deployed-version">{p.deployed_version.map(|v| format!("v{v}")).unwrap_or_else(|| "not deployed".into())}</dd>
+            <dt>"Latest release"</dt>
+            <dd data-testid="latest-release"><a href="#rollout">{latest.unwrap_or_else(|| "none".into())}</a></dd>
             <dt>"Node selector"</dt>
             <dd><LabelChips labels=p.node_selector.clone()/></dd>
         </dl>

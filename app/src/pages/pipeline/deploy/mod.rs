@@ -107,6 +107,9 @@ pub fn DeployForm(
     // The canary version of a release in flight: the dialog gives way to a notice linking the
     // rollout, and starts afresh once the release completes or is rolled back.
     let in_flight = RwSignal::new(None::<i64>);
+    // Offered once the server refused because the environment is frozen: an admin may go
+    // through the freeze, giving a reason.
+    let override_freeze = RwSignal::new(false);
 
     // Effects run only in the browser, after hydration, so server and client render the
     // same markup; the dialog then fills in from the page's detail resource.
@@ -224,6 +227,15 @@ pub fn DeployForm(
             return;
         }
         let m = mode.get_untracked();
+        let overriding = override_freeze.get_untracked();
+        let override_reason = if overriding {
+            match crate::components::reason_prompt("Why go through the freeze? (required)") {
+                Some(Some(reason)) => Some(reason),
+                _ => return,
+            }
+        } else {
+            None
+        };
         if m == Mode::Direct {
             let nodes = context.with_untracked(|c| c.as_ref().map_or(0, |c| c.fleet.0));
             let question = format!(
@@ -233,8 +245,12 @@ pub fn DeployForm(
             if !crate::components::confirmed(&question) {
                 return;
             }
-            let Some(reason) = crate::components::reason_prompt("Reason (optional):") else {
-                return;
+            let reason = match override_reason {
+                Some(reason) => Some(reason),
+                None => match crate::components::reason_prompt("Reason (optional):") {
+                    Some(reason) => reason,
+                    None => return,
+                },
             };
             submitted.set(Some(m));
             deploy.dispatch(DeployPipeline {
@@ -242,6 +258,7 @@ pub fn DeployForm(
                 config_yaml: config.get_untracked(),
                 changelog: changelog.get_untracked(),
                 reason,
+                override_freeze: overriding,
             });
             return;
         }
@@ -263,6 +280,8 @@ pub fn DeployForm(
                 ReleaseId::Ready(id) => Some(id),
                 _ => None,
             },
+            override_freeze: overriding,
+            reason: override_reason,
         });
     };
 
@@ -276,6 +295,18 @@ pub fn DeployForm(
             Ok(_) => view! { <p class="ok" role="status">{m.started_text()}</p> }.into_any(),
             Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
         }),
+    };
+
+    // The server's refusal names a freeze an admin may override.
+    let frozen = move || {
+        let refused = |e: &ServerFnError| error_text(e).contains("may override with a reason");
+        let deploy_refused = deploy
+            .value()
+            .with(|v| matches!(v, Some(Err(e)) if refused(e)));
+        let create_refused = create
+            .value()
+            .with(|v| matches!(v, Some(Err(e)) if refused(e)));
+        deploy_refused || create_refused || override_freeze.get()
     };
 
     let notice = move || {
@@ -311,6 +342,12 @@ pub fn DeployForm(
                 }),
                 _ => None,
             }}
+            {move || frozen().then(|| view! {
+                <label class="check" data-testid="override-freeze">
+                    <input type="checkbox" bind:checked=override_freeze/>
+                    " Override the freeze (admins; you will be asked for a reason)"
+                </label>
+            })}
             <div class="submit-row">
                 <button type="submit" class="primary" disabled=move || blocked.get()>{move || mode.get().submit_text()}</button>
                 {move || (create.pending().get() || deploy.pending().get()).then(|| view! { <span class="muted">"Working..."</span> })}

@@ -151,10 +151,26 @@ pub fn RolloutView(
     let in_flight = r.in_flight();
     let waiting = d.waiting.clone();
     let release_id = r.id.clone();
-    let title = if in_flight {
-        "Rollout in flight"
-    } else {
-        "Latest release"
+    // A version deployed directly after the release ended supersedes it: say so, rather
+    // than let the card read as what the fleet runs.
+    let superseded = (!in_flight)
+        .then_some(d.pipeline.deployed_version)
+        .flatten()
+        .filter(|v| *v != r.canary_version)
+        .and_then(|v| d.versions.iter().find(|x| x.version == v))
+        .filter(|x| r.completed_at.is_some_and(|done| x.created_at > done))
+        .map(|x| {
+            format!(
+                "Since this release, v{} was deployed directly by {} at {}.",
+                x.version,
+                x.author,
+                crate::types::format_time(x.created_at)
+            )
+        });
+    let title = match (in_flight, superseded.is_some()) {
+        (true, _) => "Rollout in flight",
+        (false, false) => "Latest release",
+        (false, true) => "Latest release (superseded)",
     };
     view! {
         <section class="card rollout" id="rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.map(|s| s.as_str())>
@@ -169,6 +185,7 @@ pub fn RolloutView(
                 )}</span>
                 {r.baking().then(|| r.bake_deadline.map(|deadline| view! { <Countdown deadline now=r.now/> }))}
             </div>
+            {superseded.map(|s| view! { <p class="hint" data-testid="superseded">{s}</p> })}
             {r.unreadable.clone().map(|u| view! { <p class="failure" role="alert" data-testid="state-unreadable">{u}</p> })}
             {r.hold_reason.clone().map(|h| view! { <p class="hold" data-testid="hold-reason">"Held: " {h}</p> })}
             {r.paused.clone().map(|p| view! { <Paused pause=p now=r.now/> })}
@@ -213,7 +230,7 @@ fn ActionButtons(
             match action {
                 Action::Advance => {
                     let reason = None;
-                    actions.advance.dispatch(AdvanceRelease { release_id, reason });
+                    actions.advance.dispatch(AdvanceRelease { release_id, reason, override_freeze: false });
                 }
                 Action::Complete => {
                     let question = format!(
@@ -226,12 +243,12 @@ fn ActionButtons(
                         None
                     };
                     if let Some(reason) = reason {
-                        actions.complete.dispatch(CompleteRelease { release_id, reason });
+                        actions.complete.dispatch(CompleteRelease { release_id, reason, override_freeze: false });
                     }
                 }
                 Action::Broaden => {
                     let reason = None;
-                    actions.broaden.dispatch(BroadenRelease { release_id, reason });
+                    actions.broaden.dispatch(BroadenRelease { release_id, reason, override_freeze: false });
                 }
                 Action::Pause => {
                     if let Some(reason) = reason_prompt(
