@@ -5,8 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 bash scripts/setup.sh
-cargo leptos build
-cargo build -p vf-agent
+# The release build: an optimised server and a small wasm bundle (wasm-opt), as it would be
+# served off localhost. The first build takes several minutes.
+cargo leptos build --release
+cargo build --release -p vf-agent
 
 mkdir -p .vf-demo
 export DATABASE_URL="${DATABASE_URL:-sqlite://$PWD/.vf-demo/vectorflow.db}"
@@ -24,7 +26,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-"$CARGO_TARGET_DIR/debug/server" &
+"$CARGO_TARGET_DIR/release/server" &
 pids+=($!)
 for _ in $(seq 1 100); do curl -fs "$url/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 
@@ -41,7 +43,7 @@ if [ -n "$env_id" ] && ! api pipeline.list "{\"environment_id\":\"$env_id\"}" | 
     && echo "Created the demo pipeline demo-logs (v1)."
 fi
 
-"$CARGO_TARGET_DIR/debug/vf-agent" --server "$url" --token "$VF_BOOTSTRAP_ENROLLMENT_TOKEN" \
+"$CARGO_TARGET_DIR/release/vf-agent" --server "$url" --token "$VF_BOOTSTRAP_ENROLLMENT_TOKEN" \
   --data-dir .vf-demo/agents --simulate 6 --hostname-template 'demo-{i}' \
   --label 'rollout-wave={i%2}' --label 'zone=z{i%3}' --label tier=edge --sim-error-rate 0.001 &
 pids+=($!)

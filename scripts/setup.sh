@@ -37,6 +37,14 @@ if ! cargo leptos --version 2>/dev/null | grep -q '0.3.10'; then
   cargo install --locked cargo-leptos --version 0.3.10 --force
 fi
 
+# wasm-opt for release builds (make run): npm's binaryen, never Debian's (../shared/BUILD.md).
+tools="${VF_TOOLS_DIR:-$HOME/.cache/vectorflow/tools}"
+if ! "$tools/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q 'version 132'; then
+  log "wasm-opt (npm binaryen 132.0.0) for release builds"
+  mkdir -p "$tools"
+  npm install --prefix "$tools" --no-audit --no-fund --no-save binaryen@132.0.0
+fi
+
 if [ ! -x end2end/node_modules/.bin/playwright ]; then
   log "npm packages for end2end/ (Playwright; the browser is Debian's chromium)"
   (cd end2end && npm ci --no-audit --no-fund)

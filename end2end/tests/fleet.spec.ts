@@ -26,7 +26,7 @@ test.describe('fleet and direct deploy', () => {
     for (const i of [0, 1]) {
       const row = page.locator(`tr[data-node="${prefix}-${i}"]`);
       await expect(row).toBeVisible();
-      await expect(row.getByText('HEALTHY')).toBeVisible();
+      await expect(row.getByText('Healthy')).toBeVisible();
     }
 
     // Create a pipeline for these nodes only. The button only works once the app hydrated.
@@ -59,7 +59,7 @@ test.describe('fleet and direct deploy', () => {
     for (const i of [0, 1]) {
       const row = page.getByTestId('pipeline-nodes').locator(`tr[data-node="${prefix}-${i}"]`);
       await expect(row).toHaveAttribute('data-running', 'v1');
-      await expect(row.getByText('RUNNING')).toBeVisible();
+      await expect(row.getByText('Running')).toBeVisible();
     }
     await page.goto(`/?name=${prefix}`);
     await expect(page.locator('tr[data-node]')).toHaveCount(2);

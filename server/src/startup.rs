@@ -17,6 +17,8 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list_with_exclusions, LeptosRoutes};
 use tokio::net::TcpListener;
+use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use vf_control::access::{Role, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
 use vf_control::db::PoolSizes;
@@ -79,6 +81,7 @@ pub async fn build_with_clock(
         .site_root(config.site_root.clone())
         .site_pkg_dir(config.site_pkg_dir.clone())
         .site_addr(addr)
+        .hash_files(hashed_assets())
         .build();
     let state = AppState::new(Shared {
         control: control.clone(),
@@ -245,7 +248,10 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
         .merge(server_fns::router(&state, context)?)
         // Static files, and what else is under /api/: no pages, so not behind the wall. The
         // rest of /api/ answers with the not-found page, which shows who is signed in.
-        .route("/pkg/{*file}", any(files.clone()))
+        .route(
+            "/pkg/{*file}",
+            any(files.clone()).layer(asset_caching(state.leptos_options.hash_files)),
+        )
         .route("/favicon.svg", any(files.clone()))
         .route("/api/", any(files.clone()).layer(caller.clone()))
         .route("/api/{*rest}", any(files).layer(caller))
@@ -253,13 +259,42 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::refuse_cross_site,
-        ));
+        ))
+        // Pages, the bundle and server-function answers go compressed (brotli or gzip, as the
+        // browser accepts); event streams and images are left alone.
+        .layer(CompressionLayer::new());
 
     Ok(Router::new()
         .merge(agents)
         .merge(browsers)
         .layer(middleware::from_fn(security_headers))
         .with_state(state))
+}
+
+/// Whether `cargo leptos build` named the assets by their content: it writes `hash.txt` next
+/// to the server binary (the pages then link `pkg/vectorflow.<hash>.wasm`). A binary run
+/// without one (tests, a plain `cargo build`) links the plain names.
+fn hashed_assets() -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("hash.txt")))
+        .is_some_and(|hashes| hashes.is_file())
+}
+
+/// How long browsers keep `/pkg/` files: forever when their names carry a hash of their
+/// content (a new build has new names), else they ask again every time. Only successful
+/// answers are cached.
+fn asset_caching(
+    hashed: bool,
+) -> SetResponseHeaderLayer<impl Fn(&Response) -> Option<HeaderValue> + Clone> {
+    let value = HeaderValue::from_static(if hashed {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    });
+    SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, move |resp: &Response| {
+        resp.status().is_success().then(|| value.clone())
+    })
 }
 
 /// Headers every response carries. Pages set their own nonce-based Content-Security-Policy;

@@ -19,31 +19,63 @@ use crate::types::Labels;
 
 /// What a [`StatusBadge`] shows: a typed status (`ReleaseStatus::HealthCheck.into()`,
 /// `NodeStatus::Healthy.into()`), or a process status an agent reported as text
-/// (`"RUNNING"`; unknown values are kept as reported).
+/// (`"RUNNING"`; unknown values are kept as reported). `code` is the stored spelling (the
+/// badge's `data-status` and colour), `label` the words people read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status(String);
+pub struct Status {
+    code: String,
+    label: String,
+}
+
+impl Status {
+    /// A status read as its code says it: `ROLLED_BACK` is "Rolled back", `pass` is "Pass".
+    pub fn coded(code: &str) -> Status {
+        Status {
+            code: code.to_owned(),
+            label: human(code),
+        }
+    }
+
+    /// A release paused by an operator (or a stopped line).
+    pub fn paused() -> Status {
+        Status::coded("PAUSED")
+    }
+}
+
+/// `HEALTH_CHECK` -> "Health check", `not opened` -> "Not opened".
+pub fn human(code: &str) -> String {
+    let words = code.replace('_', " ").to_lowercase();
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
 
 impl From<vf_rules::ReleaseStatus> for Status {
     fn from(status: vf_rules::ReleaseStatus) -> Status {
-        Status(status.as_str().to_owned())
+        Status {
+            code: status.as_str().to_owned(),
+            label: status.label().to_owned(),
+        }
     }
 }
 
 impl From<vf_rules::NodeStatus> for Status {
     fn from(status: vf_rules::NodeStatus) -> Status {
-        Status(status.as_str().to_owned())
+        Status::coded(status.as_str())
     }
 }
 
 impl From<String> for Status {
     fn from(text: String) -> Status {
-        Status(text)
+        Status::coded(&text)
     }
 }
 
 impl From<&str> for Status {
     fn from(text: &str) -> Status {
-        Status(text.to_owned())
+        Status::coded(text)
     }
 }
 
@@ -51,13 +83,12 @@ impl From<&str> for Status {
 /// `view! { <StatusBadge status=ReleaseStatus::HealthCheck/> }`
 #[component]
 pub fn StatusBadge(#[prop(into)] status: Status) -> impl IntoView {
-    let status = status.0;
+    let Status { code, label } = status;
     let class = format!(
         "badge badge-{}",
-        status.to_ascii_lowercase().replace('_', "-")
+        code.to_ascii_lowercase().replace(['_', ' '], "-")
     );
-    let label = status.clone();
-    view! { <span class=class data-status=status>{label}</span> }
+    view! { <span class=class data-status=code>{label}</span> }
 }
 
 /// Labels as `key=value` chips.

@@ -13,7 +13,7 @@ use crate::api::freeze::{
 };
 use crate::components::{current_env, use_env_name, use_session, Can, ErrorBox, Loaded, Table};
 use crate::components::{reason_prompt, releases_text};
-use crate::types::{format_time, EnvironmentView};
+use crate::types::format_time;
 
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
@@ -46,6 +46,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
     let token_label = RwSignal::new(String::new());
     view! {
         <h1>"Environments"</h1>
+        <LineAndFreezes env_name/>
         <Loaded resource=data let:loaded>
             {match loaded {
                 None => view! { <p class="empty">"No environment yet: create one below."</p> }.into_any(),
@@ -55,7 +56,6 @@ pub fn EnvironmentsPage() -> impl IntoView {
                 Some((env, Some(tokens))) => {
                     let env_id = env.id.clone();
                     view! {
-                        <LineAndFreezes env=env.clone()/>
                         <section class="card">
                             <h2>{format!("Enrollment tokens of {}", env.name)}</h2>
                             <Table rows=tokens columns=&["Prefix", "Label", "Created", "State"] actions=true let:t>
@@ -120,43 +120,40 @@ pub fn EnvironmentsPage() -> impl IntoView {
 }
 
 /// An admin's controls of the environment's holds: stop or lift the line, and the freeze
-/// windows (add, delete).
+/// windows (add, delete). Its resource is created with the page, never inside another
+/// resource's view, so server and browser agree on it when hydrating.
 #[component]
-fn LineAndFreezes(env: EnvironmentView) -> impl IntoView {
+fn LineAndFreezes(env_name: Memo<Option<String>>) -> impl IntoView {
+    let session = use_session();
     let stop = ServerAction::<StopLine>::new();
     let lift = ServerAction::<LiftLine>::new();
     let add = ServerAction::<CreateFreezeWindow>::new();
     let delete = ServerAction::<DeleteFreezeWindow>::new();
-    let env_id = env.id.clone();
     let data = Resource::new(
         move || {
             (
+                env_name.get(),
                 stop.version().get(),
                 lift.version().get(),
                 add.version().get(),
                 delete.version().get(),
             )
         },
-        move |_| {
-            let id = env_id.clone();
-            async move {
-                let hold = environment_hold(id.clone()).await?;
-                let windows = list_freeze_windows(id).await?;
-                Ok::<_, ServerFnError>((hold, windows))
+        move |(name, ..)| async move {
+            let Some(env) = current_env(name).await? else {
+                return Ok(None);
+            };
+            if !session.roles().await.can("admin", &env.id) {
+                return Ok(None);
             }
+            let hold = environment_hold(env.id.clone()).await?;
+            let windows = list_freeze_windows(env.id).await?;
+            Ok::<_, ServerFnError>(Some((hold, windows)))
         },
     );
     let window = RwSignal::new(String::new());
     let window_reason = RwSignal::new(String::new());
-    let env_id = env.id.clone();
-    let add_window = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        add.dispatch(CreateFreezeWindow {
-            environment_id: env_id.clone(),
-            window: window.get_untracked(),
-            reason: crate::components::non_blank(&window_reason.get_untracked()),
-        });
-    };
+
     let line_outcome = move || {
         let stopped = stop
             .value()
@@ -176,13 +173,20 @@ fn LineAndFreezes(env: EnvironmentView) -> impl IntoView {
             Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
         })
     };
-    let env_name = env.name.clone();
     view! {
-        <Loaded resource=data let:loaded>
-            {
-                let (hold, windows) = loaded;
+        <Loaded resource=data hide_loading=true let:loaded>
+            {loaded.map(|(hold, windows)| {
                 let env_id = hold.environment_id.clone();
-                let name = env_name.clone();
+                let name = hold.environment.clone();
+                let for_window = env_id.clone();
+                let add_window = move |ev: leptos::ev::SubmitEvent| {
+                    ev.prevent_default();
+                    add.dispatch(CreateFreezeWindow {
+                        environment_id: for_window.clone(),
+                        window: window.get_untracked(),
+                        reason: crate::components::non_blank(&window_reason.get_untracked()),
+                    });
+                };
                 let line = match hold.line_stopped.clone() {
                     None => view! {
                         <p>"The line runs: releases and deploys go ahead."</p>
@@ -229,22 +233,22 @@ fn LineAndFreezes(env: EnvironmentView) -> impl IntoView {
                             </tr>
                         </Table>
                     </section>
+                    <form class="card form" aria-label="New freeze window" on:submit=add_window>
+                        <h2>"New freeze window"</h2>
+                        <label>"When"
+                            <input name="window" required bind:value=window placeholder="Fri 16:00 - Mon 08:00 Europe/Berlin"/>
+                        </label>
+                        <p class="hint">"Weekly: \"Fri 16:00 - Mon 08:00 Europe/Berlin\". Once: \"2026-12-24 00:00 - 2026-12-27 08:00 Europe/Berlin\", or whole days \"2026-12-24 - 2026-12-27 UTC\"."</p>
+                        <label>"Reason" <input name="freeze-reason" bind:value=window_reason placeholder="weekend"/></label>
+                        <button type="submit">"Add freeze window"</button>
+                        {move || add.value().get().map(|r| match r {
+                            Ok(w) => view! { <p class="ok" role="status">{format!("Added {}", w.window)}</p> }.into_any(),
+                            Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
+                        })}
+                        {move || delete.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
+                    </form>
                 }
-            }
-        </Loaded>
-        <form class="card form" aria-label="New freeze window" on:submit=add_window>
-            <h2>"New freeze window"</h2>
-            <label>"When"
-                <input name="window" required bind:value=window placeholder="Fri 16:00 - Mon 08:00 Europe/Berlin"/>
-            </label>
-            <p class="hint">"Weekly: \"Fri 16:00 - Mon 08:00 Europe/Berlin\". Once: \"2026-12-24 00:00 - 2026-12-27 08:00 Europe/Berlin\", or whole days \"2026-12-24 - 2026-12-27 UTC\"."</p>
-            <label>"Reason" <input name="freeze-reason" bind:value=window_reason placeholder="weekend"/></label>
-            <button type="submit">"Add freeze window"</button>
-            {move || add.value().get().map(|r| match r {
-                Ok(w) => view! { <p class="ok" role="status">{format!("Added {}", w.window)}</p> }.into_any(),
-                Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
             })}
-            {move || delete.value().get().and_then(|r| r.err()).map(|e| view! { <ErrorBox message=error_text(&e)/> })}
-        </form>
+        </Loaded>
     }
 }

@@ -71,3 +71,26 @@ async fn a_server_function_called_with_missing_arguments_answers_400_naming_them
         .await;
     assert_eq!(status, 400, "{body}");
 }
+
+#[tokio::test]
+async fn pages_go_compressed_to_a_browser_that_accepts_it_and_plain_to_one_that_does_not() {
+    let app = TestApp::spawn().await;
+    let page = |encoding: Option<&'static str>| {
+        let mut req = app.api.get(format!("{}/pipelines", app.url));
+        if let Some(encoding) = encoding {
+            req = req.header(reqwest::header::ACCEPT_ENCODING, encoding);
+        }
+        req.send()
+    };
+    let br = page(Some("gzip, deflate, br")).await.unwrap();
+    assert_eq!(br.status(), 200);
+    assert_eq!(br.headers()[reqwest::header::CONTENT_ENCODING], "br");
+    let gzip = page(Some("gzip")).await.unwrap();
+    assert_eq!(gzip.headers()[reqwest::header::CONTENT_ENCODING], "gzip");
+    let plain = page(None).await.unwrap();
+    assert!(plain
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .is_none());
+    assert!(plain.text().await.unwrap().contains("<html"));
+}

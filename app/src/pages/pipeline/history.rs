@@ -35,14 +35,14 @@ pub fn History(id: Memo<String>, refresh: Signal<(u64, usize, usize)>) -> impl I
 #[component]
 fn HistoryItem(r: ReleaseView, series: Vec<StageSeries>) -> impl IntoView {
     let summary = format!(
-        "v{} {} - {} stage(s) - created {} by {}, last action by {}",
+        "v{} {} - {} - created {} by {}, last action by {}",
         r.canary_version,
         if r.planless {
             "canary"
         } else {
             "progressive rollout"
         },
-        r.stage_count,
+        crate::types::plural(r.stage_count, "stage"),
         format_time(r.created_at),
         r.created_by,
         r.updated_by
@@ -128,7 +128,7 @@ fn StageChart(series: Option<StageSeries>) -> impl IntoView {
     view! {
         <figure class="chart">
             <svg viewBox="0 0 480 80" width="480" height="80" role="img"
-                aria-label=format!("Throughput up to {max_tp:.1} events/s and error rate up to {max_er:.2}% over {} minute(s)", points.len())>
+                aria-label=format!("Throughput up to {max_tp:.1} events/s and error rate up to {max_er:.2}% over {}", crate::types::plural(points.len() as i64, "minute"))>
                 <polyline class="line-throughput" fill="none" points=polyline(&throughput, w, h)/>
                 <polyline class="line-errors" fill="none" points=polyline(&error_rate, w, h)/>
             </svg>

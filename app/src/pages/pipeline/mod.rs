@@ -141,7 +141,7 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
             columns=&["Version", "Changelog", "Author", "Created", "Checksum"] let:v>
             <tr>
                 <th scope="row">{format!("v{}", v.version)}
-                    {(Some(v.version) == deployed).then(|| view! { " " <span class="badge badge-deployed">"DEPLOYED"</span> })}
+                    {(Some(v.version) == deployed).then(|| view! { " " <span class="badge badge-deployed">"Deployed"</span> })}
                 </th>
                 <td>{v.changelog.clone()}</td>
                 <td>{v.author.clone()}</td>

@@ -87,7 +87,7 @@ pub fn UsersPage() -> impl IntoView {
                 Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
             })}
             {move || actions.revoke.value().get().map(|r| match r {
-                Ok(n) => view! { <p class="ok" role="status">{format!("Signed out of {n} session(s).")}</p> }.into_any(),
+                Ok(n) => view! { <p class="ok" role="status">{format!("Signed out of {}.", crate::types::plural(n as i64, "session"))}</p> }.into_any(),
                 Err(e) => view! { <ErrorBox message=error_text(&e)/> }.into_any(),
             })}
             <Can role="admin" env="*">

@@ -12,8 +12,14 @@ use crate::types::format_time;
 
 /// `2.50%`, `0.0312`, `12`: a gate's value the way its threshold is written.
 pub fn value_text(gate: &Gate, value: f64) -> String {
+    value_text_of(gate.kind(), value)
+}
+
+/// [`value_text`] by the gate's name as results carry it (`errorRate`, `applied`, ...): the
+/// percent gates as `0.20%`, others as plain numbers.
+pub fn value_text_of(gate: &str, value: f64) -> String {
     match gate {
-        Gate::ErrorRate { .. } | Gate::ThroughputDrop { .. } => format!("{value:.2}%"),
+        "errorRate" | "throughputDrop" | "applied" => format!("{value:.2}%"),
         _ if value.fract() == 0.0 && value.abs() < 1e15 => format!("{value:.0}"),
         _ => format!("{value:.4}"),
     }
@@ -226,6 +232,11 @@ mod tests {
         assert_eq!(limit_text(&promql), "<= 0.01");
         assert_eq!(value_text(&promql, 3.0), "3");
         assert_eq!(value_text(&promql, 0.03125), "0.0312");
+        // An evaluation's observed value reads like its threshold.
+        assert_eq!(value_text_of("errorRate", 0.2), "0.20%");
+        assert_eq!(value_text_of("errorRate", 5.0), "5.00%");
+        assert_eq!(value_text_of("applied", 100.0), "100.00%");
+        assert_eq!(value_text_of("canaryCrash", 0.0), "0");
         assert_eq!(verdict_badge(Verdict::Inconclusive), "INCONCLUSIVE");
     }
 

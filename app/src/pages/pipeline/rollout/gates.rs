@@ -5,12 +5,9 @@ use leptos::prelude::*;
 use crate::components::StatusBadge;
 use crate::types::{format_time, EvaluationView};
 
-fn number(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
-        Some(x) => format!("{x:.4}"),
-    }
+/// An observed value or threshold of a result, as the live checks write them.
+fn number(gate: &str, v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| super::checks::value_text_of(gate, v))
 }
 
 #[component]
@@ -34,13 +31,14 @@ pub fn GateEvaluations(evaluations: Vec<EvaluationView>) -> impl IntoView {
                         <tbody>
                             {e.results.into_iter().map(|g| {
                                 let verdict = format!("{:?}", g.verdict).to_uppercase();
+                                // The badge reads "Pass", "Fail", ...; data-verdict keeps the code.
                                 let verdict_attr = verdict.clone();
                                 view! {
                                     <tr data-gate=g.gate.clone() data-verdict=verdict_attr>
                                         <th scope="row">{g.gate.clone()}</th>
                                         <td><StatusBadge status=verdict/></td>
-                                        <td class="num">{number(g.observed)}</td>
-                                        <td class="num">{number(g.threshold)}</td>
+                                        <td class="num">{number(&g.gate, g.observed)}</td>
+                                        <td class="num">{number(&g.gate, g.threshold)}</td>
                                         <td>
                                             {g.query.clone().map(|q| view! { <code class="query">{q}</code>" " })}
                                             {g.reason.clone()}

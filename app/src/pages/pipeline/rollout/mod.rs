@@ -13,7 +13,7 @@ use crate::api::error_text;
 use crate::api::releases::{
     AdvanceRelease, BroadenRelease, CompleteRelease, PauseRelease, ResumeRelease, RollbackRelease,
 };
-use crate::components::{ErrorBox, StatusBadge};
+use crate::components::{ErrorBox, Status, StatusBadge};
 use crate::types::{plural, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use checks::{LiveChecks, RefusedAttempts};
 use countdown::{format_remaining, Countdown};
@@ -176,7 +176,10 @@ pub fn RolloutView(
         <section class="card rollout" id="rollout" aria-label="Rollout" data-testid="rollout" data-status=r.status.map(|s| s.as_str())>
             <div class="rollout-head">
                 <h2>{title}</h2>
-                {r.status.map(|s| view! { <StatusBadge status=s/> })}
+                {r.status.map(|s| {
+                    let status = if r.paused.is_some() { Status::paused() } else { s.into() };
+                    view! { <StatusBadge status/> }
+                })}
                 <span class="muted">{format!(
                     "v{} replacing {} - started by {}",
                     r.canary_version,
