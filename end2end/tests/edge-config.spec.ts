@@ -1,4 +1,4 @@
-import { test, expect, APIRequestContext } from '@playwright/test';
+import { test, expect, APIRequestContext, Page } from '@playwright/test';
 import { admin, bearer, signIn, unique } from './helpers';
 
 // Issue: rolling rollouts, and issue 14 (edge config): the admin page's bucket lookup, a
@@ -9,6 +9,16 @@ test.beforeEach(async ({ page }) => {
   await signIn(page);
 });
 
+/** Opens the page and waits until it is interactive: the bucket lookup runs in the browser
+ * only once the page hydrated (the same bucket as Bun.hash: cus_abc123 is in bucket 63). */
+async function openEdgeConfig(page: Page) {
+  await page.goto('/admin/edge-config');
+  await expect(async () => {
+    await page.getByLabel('Customer id').fill('cus_abc123');
+    await expect(page.getByTestId('lookup-bucket')).toHaveText('Bucket 63', { timeout: 1_000 });
+  }).toPass();
+}
+
 async function createRollout(request: APIRequestContext, percent: number): Promise<string> {
   const name = unique('cache');
   const created = await request.put(`/api/admin/rollouts/${name}`, { data: { percent }, headers: bearer() });
@@ -18,13 +28,9 @@ async function createRollout(request: APIRequestContext, percent: number): Promi
 
 test('edge-config confirmation and comment: Save shows the routing preview, the comment lands in the history', async ({ page, request }) => {
   const name = await createRollout(request, 20);
-  await page.goto('/admin/edge-config');
+  await openEdgeConfig(page);
   const card = page.getByRole('article', { name: `Rollout ${name}` });
   await expect(card).toContainText('now 20% (was 0%');
-
-  // The lookup uses the same bucket as Bun.hash: cus_abc123 is in bucket 63.
-  await page.getByLabel('Customer id').fill('cus_abc123');
-  await expect(page.getByTestId('lookup-bucket')).toHaveText('Bucket 63');
 
   // Enter in the field never saves; the live preview names the buckets that move.
   const percent = card.getByLabel('Global percent number');
@@ -34,7 +40,7 @@ test('edge-config confirmation and comment: Save shows the routing preview, the 
   await expect(card.getByTestId('confirm-change')).toHaveCount(0);
 
   // Save only opens the confirmation: nothing is written until "Confirm save".
-  await card.getByRole('button', { name: 'Save' }).click();
+  await card.getByRole('button', { name: 'Save', exact: true }).click();
   const confirm = card.getByRole('group', { name: 'Confirm routing change' });
   await expect(confirm.getByTestId('routing-preview')).toContainText(`${name}: 20% -> 35% of customers`);
   await expect(confirm.getByTestId('routing-preview')).toContainText('Buckets 20..34 switch to the new path');
@@ -44,7 +50,7 @@ test('edge-config confirmation and comment: Save shows the routing preview, the 
   // Cancel leaves everything as it was; Save again, with a comment, and confirm.
   await confirm.getByRole('button', { name: 'Cancel' }).click();
   await expect(card.getByTestId('confirm-change')).toHaveCount(0);
-  await card.getByRole('button', { name: 'Save' }).click();
+  await card.getByRole('button', { name: 'Save', exact: true }).click();
   await confirm.getByLabel('Comment (optional)').fill('ramp after the load test');
   await confirm.getByRole('button', { name: 'Confirm save' }).click();
   await expect(card).toContainText('now 35% (was 20%');
@@ -81,14 +87,14 @@ test('edge-config confirmation and comment: Save shows the routing preview, the 
 
 test('a percent outside 0-100 is refused inline and never previewed clamped', async ({ page, request }) => {
   const name = await createRollout(request, 50);
-  await page.goto('/admin/edge-config');
+  await openEdgeConfig(page);
   const card = page.getByRole('article', { name: `Rollout ${name}` });
   const percent = card.getByLabel('Global percent number');
 
   await percent.fill('150');
   await expect(percent).toHaveAttribute('aria-invalid', 'true');
   await expect(card.locator('.percent-field').first()).toContainText('150 is out of range: enter 0 to 100');
-  await expect(card.getByRole('button', { name: 'Save' })).toBeDisabled();
+  await expect(card.getByRole('button', { name: 'Save', exact: true })).toBeDisabled();
   await expect(card.getByTestId('percent-preview')).toHaveText('');
   await expect(card).not.toContainText('50% -> 100%');
 
@@ -96,7 +102,7 @@ test('a percent outside 0-100 is refused inline and never previewed clamped', as
   await percent.fill('60');
   await expect(percent).toHaveAttribute('aria-invalid', 'false');
   await expect(card.locator('.field-error')).toHaveCount(0);
-  await expect(card.getByRole('button', { name: 'Save' })).toBeEnabled();
+  await expect(card.getByRole('button', { name: 'Save', exact: true })).toBeEnabled();
 
   // The override's percent and a new rollout's are refused the same way.
   await card.getByLabel('Org', { exact: true }).fill('org_big');
@@ -116,7 +122,7 @@ test('a percent outside 0-100 is refused inline and never previewed clamped', as
 
 test('a rollout is deleted from its danger zone only once its name is typed exactly', async ({ page, request }) => {
   const name = await createRollout(request, 30);
-  await page.goto('/admin/edge-config');
+  await openEdgeConfig(page);
   const card = page.getByRole('article', { name: `Rollout ${name}` });
   const danger = card.getByRole('region', { name: 'Danger zone' });
   const del = danger.getByRole('button', { name: 'Delete rollout' });
