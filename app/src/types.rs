@@ -330,14 +330,24 @@ pub struct RollingView {
     pub updated_at: i64,
 }
 
-/// One audited change of a rolling rollout.
+/// One audited change of a rolling rollout, read from its audit event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RollingChange {
     pub at: i64,
     pub actor: String,
+    /// The audit action: `rollout.percent`, `rollout.org.percent`, `rollout.org.remove` or
+    /// `rollout.delete`.
     pub action: String,
     pub rollout: String,
-    pub details: String,
+    /// The org of an override change.
+    pub org: Option<String>,
+    /// The percent before (`None`: the override did not exist) and after (`None`: removed).
+    pub before: Option<u8>,
+    pub after: Option<u8>,
+    /// The change created the rollout.
+    pub created: bool,
+    /// Why, as the operator said when saving.
+    pub comment: Option<String>,
 }
 
 /// Everything the edge-config admin page shows.

@@ -9,6 +9,10 @@ use vf_rolling::{EdgeConfig, Percent, Rollout, RolloutEntry};
 use crate::audit::{self, Actor, AuditAction, AuditEntry};
 use crate::{ControlError, Db, Result};
 
+pub mod history;
+
+pub use history::{history, ChangeKind, HistoryEntry};
+
 /// A stored rollout with its row version (the admin API's ETag).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRollout {
@@ -42,6 +46,51 @@ pub fn parse_percent(value: &serde_json::Value) -> Result<Percent> {
         .ok_or_else(|| ControlError::invalid("percent", "must be a whole number from 0 to 100"))?;
     Percent::try_from(n)
         .map_err(|_| ControlError::invalid("percent", "must be a whole number from 0 to 100"))
+}
+
+/// The most characters an operator's comment on a change may have.
+pub const MAX_COMMENT_CHARS: usize = 500;
+
+/// Why an operator made a routing change, kept with the change in its audit event and shown
+/// in the history. Trimmed; a blank comment is no comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment(String);
+
+impl Comment {
+    /// Refuses a comment over [`MAX_COMMENT_CHARS`] characters, naming the field `comment`.
+    pub fn parse(comment: Option<String>) -> Result<Option<Comment>> {
+        let Some(text) = comment
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+        else {
+            return Ok(None);
+        };
+        let chars = text.chars().count();
+        if chars > MAX_COMMENT_CHARS {
+            return Err(ControlError::invalid(
+                "comment",
+                format!("at most {MAX_COMMENT_CHARS} characters (this one has {chars})"),
+            ));
+        }
+        Ok(Some(Comment(text)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A delete must name the rollout it deletes, exactly: a caller deleting the wrong rollout
+/// (a stale tab, a copied request) is refused instead of turning its customers off.
+pub fn confirm_delete(name: &str, confirm_name: &str) -> Result<()> {
+    if name == confirm_name {
+        Ok(())
+    } else {
+        Err(ControlError::invalid(
+            "confirm_name",
+            format!("must be the rollout's name, {name}, exactly"),
+        ))
+    }
 }
 
 fn row_to_stored(
@@ -141,6 +190,20 @@ pub async fn apply(
     if_match: Option<i64>,
     now: i64,
 ) -> Result<StoredRollout> {
+    apply_noted(db, actor, name, change, if_match, None, now).await
+}
+
+/// [`apply`] with the operator's comment, kept in the change's audit event (`comment`) so the
+/// history says why routing moved.
+pub async fn apply_noted(
+    db: &Db,
+    actor: &Actor,
+    name: &str,
+    change: Change,
+    if_match: Option<i64>,
+    comment: Option<&Comment>,
+    now: i64,
+) -> Result<StoredRollout> {
     let name = parse_id("rollout", name)?;
     let current = get(db, &name).await?;
     if let (Some(stored), Some(expected)) = (&current, if_match) {
@@ -238,7 +301,13 @@ pub async fn apply(
             action: change.action(),
             target_id: &name,
             environment_id: None,
-            details: json!({ "org": org, "before": before_entry, "after": after_entry }),
+            details: json!({
+                "org": org,
+                "before": before_entry,
+                "after": after_entry,
+                "created": current.is_none(),
+                "comment": comment.map(Comment::as_str),
+            }),
         },
     )
     .await?;
@@ -258,6 +327,30 @@ mod tests {
         assert!(parse_percent(&json!(-1)).is_err());
         assert!(parse_percent(&json!(12.5)).is_err());
         assert!(parse_percent(&json!("50")).is_err());
+    }
+
+    #[test]
+    fn a_comment_is_trimmed_blank_is_none_and_over_500_characters_is_refused() {
+        assert_eq!(Comment::parse(None).unwrap(), None);
+        assert_eq!(Comment::parse(Some("  ".into())).unwrap(), None);
+        let c = Comment::parse(Some(" ramp after the load test ".into())).unwrap();
+        assert_eq!(
+            c.as_ref().map(Comment::as_str),
+            Some("ramp after the load test")
+        );
+        // Characters, not bytes: 500 accented letters are fine.
+        assert!(Comment::parse(Some("é".repeat(500))).unwrap().is_some());
+        let err = Comment::parse(Some("x".repeat(501))).unwrap_err();
+        assert!(err.to_string().starts_with("comment:"), "{err}");
+    }
+
+    #[test]
+    fn a_delete_names_its_rollout_exactly() {
+        assert!(confirm_delete("v2-cache", "v2-cache").is_ok());
+        for wrong in ["", "v2", "V2-CACHE", " v2-cache"] {
+            let err = confirm_delete("v2-cache", wrong).unwrap_err();
+            assert!(err.to_string().starts_with("confirm_name:"), "{err}");
+        }
     }
 
     #[test]

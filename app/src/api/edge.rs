@@ -18,6 +18,19 @@ fn view_of(s: vf_control::rolling::StoredRollout) -> RollingView {
     }
 }
 
+#[cfg(feature = "ssr")]
+fn action_of(kind: vf_control::rolling::ChangeKind) -> &'static str {
+    use vf_control::audit::AuditAction;
+    use vf_control::rolling::ChangeKind;
+    match kind {
+        ChangeKind::Percent => AuditAction::RolloutPercent,
+        ChangeKind::OrgPercent => AuditAction::RolloutOrgPercent,
+        ChangeKind::OrgRemove => AuditAction::RolloutOrgRemove,
+        ChangeKind::Delete => AuditAction::RolloutDelete,
+    }
+    .as_str()
+}
+
 #[server(endpoint = "admin.edge.get", input = Json)]
 pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
     use super::server::*;
@@ -28,16 +41,20 @@ pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
         .await
         .map_err(fail)?;
     let rollouts = vf_control::rolling::list(&ctl.db).await.map_err(fail)?;
-    let history = vf_control::audit::for_kind(&ctl.db, "rollout", 50)
+    let history = vf_control::rolling::history(&ctl.db, 50)
         .await
         .map_err(fail)?
         .into_iter()
-        .map(|a| RollingChange {
-            at: a.at,
-            actor: a.actor,
-            action: a.action,
-            rollout: a.target_id,
-            details: a.details,
+        .map(|h| RollingChange {
+            at: h.at,
+            actor: h.actor,
+            action: action_of(h.kind).to_owned(),
+            rollout: h.rollout,
+            org: h.org,
+            before: h.before,
+            after: h.after,
+            created: h.created,
+            comment: h.comment,
         })
         .collect();
     Ok(EdgeAdminView {
@@ -50,29 +67,33 @@ pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
 }
 
 /// Sets a rollout's global percent (creating it), or an org override's when `org` is given.
-/// `row_version` is the version the admin saw; required for an existing rollout.
+/// `row_version` is the version the admin saw; required for an existing rollout. `comment`
+/// (at most 500 characters) says why, in the history.
 #[server(endpoint = "admin.rollout.set", input = Json)]
 pub async fn set_rollout_percent(
     name: String,
     #[server(default)] org: Option<String>,
     percent: i64,
     #[server(default)] row_version: Option<i64>,
+    #[server(default)] comment: Option<String>,
 ) -> Result<RollingView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
-    use vf_control::rolling::{apply, parse_percent, Change};
+    use vf_control::rolling::{apply_noted, parse_percent, Change, Comment};
     let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
     let p = parse_percent(&serde_json::json!(percent)).map_err(fail)?;
+    let comment = Comment::parse(comment).map_err(fail)?;
     let change = match org.filter(|o| !o.trim().is_empty()) {
         Some(o) => Change::SetOrg(o.trim().to_string(), p),
         None => Change::SetGlobal(p),
     };
-    let s = apply(
+    let s = apply_noted(
         &ctl.db,
         &g.actor,
         name.trim(),
         change,
         row_version,
+        comment.as_ref(),
         ctl.now(),
     )
     .await
@@ -80,22 +101,26 @@ pub async fn set_rollout_percent(
     Ok(view_of(s))
 }
 
+/// Removes an org override: the org's customers route by the global percent again.
 #[server(endpoint = "admin.rollout.org.remove", input = Json)]
 pub async fn remove_org_override(
     name: String,
     org: String,
     row_version: i64,
+    #[server(default)] comment: Option<String>,
 ) -> Result<RollingView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
-    use vf_control::rolling::{apply, Change};
+    use vf_control::rolling::{apply_noted, Change, Comment};
     let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
-    let s = apply(
+    let comment = Comment::parse(comment).map_err(fail)?;
+    let s = apply_noted(
         &ctl.db,
         &g.actor,
         &name,
         Change::RemoveOrg(org),
         Some(row_version),
+        comment.as_ref(),
         ctl.now(),
     )
     .await
@@ -103,12 +128,20 @@ pub async fn remove_org_override(
     Ok(view_of(s))
 }
 
+/// Deletes a rollout (every customer back on the old path). `confirm_name` must be the
+/// rollout's name, exactly, so no caller deletes one by accident.
 #[server(endpoint = "admin.rollout.delete", input = Json)]
-pub async fn delete_rollout(name: String, row_version: i64) -> Result<RollingView, ServerFnError> {
+pub async fn delete_rollout(
+    name: String,
+    row_version: i64,
+    // Defaulted so a missing one is refused naming the field, like a wrong one.
+    #[server(default)] confirm_name: String,
+) -> Result<RollingView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
-    use vf_control::rolling::{apply, Change};
+    use vf_control::rolling::{apply, confirm_delete, Change};
     let (ctl, g) = authorize(Role::Admin, Target::Global).await?;
+    confirm_delete(&name, &confirm_name).map_err(fail)?;
     let s = apply(
         &ctl.db,
         &g.actor,

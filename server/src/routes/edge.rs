@@ -11,7 +11,7 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use vf_control::access::{self, Role, Target};
-use vf_control::rolling::{self, Change, StoredRollout};
+use vf_control::rolling::{self, Change, Comment, StoredRollout};
 use vf_control::{Actor, ControlError};
 
 use crate::auth::bearer_challenge;
@@ -139,10 +139,17 @@ fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
         .ok_or_else(|| ApiError::bad_request("If-Match", "must be the rollout's ETag, e.g. \"3\""))
 }
 
-fn percent_of(body: &[u8]) -> Result<vf_rolling::Percent, ApiError> {
+/// A PUT body: `{"percent": 50, "comment": "why"}` (`comment` optional).
+fn percent_of(body: &[u8]) -> Result<(vf_rolling::Percent, Option<Comment>), ApiError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("body", format!("not JSON: {e}")))?;
-    Ok(rolling::parse_percent(&v["percent"])?)
+    let percent = rolling::parse_percent(&v["percent"])?;
+    let comment = match &v["comment"] {
+        Value::Null => None,
+        Value::String(c) => Comment::parse(Some(c.clone()))?,
+        _ => return Err(ApiError::bad_request("comment", "must be text")),
+    };
+    Ok((percent, comment))
 }
 
 /// Applies a change as `actor` (authorized by the caller first, before reading the body).
@@ -152,9 +159,20 @@ async fn change(
     headers: &HeaderMap,
     id: &str,
     change: Change,
+    comment: Option<Comment>,
 ) -> Result<Response, ApiError> {
     let ctl = &state.control;
-    let stored = rolling::apply(&ctl.db, actor, id, change, if_match(headers)?, ctl.now()).await?;
+    let if_match = if_match(headers)?;
+    let stored = rolling::apply_noted(
+        &ctl.db,
+        actor,
+        id,
+        change,
+        if_match,
+        comment.as_ref(),
+        ctl.now(),
+    )
+    .await?;
     Ok(with_etag(&stored))
 }
 
@@ -166,8 +184,8 @@ async fn set_global(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let actor = authorize(&state, &operator, Role::Admin).await?;
-    let p = percent_of(&body)?;
-    change(&state, &actor, &headers, &id, Change::SetGlobal(p)).await
+    let (p, comment) = percent_of(&body)?;
+    change(&state, &actor, &headers, &id, Change::SetGlobal(p), comment).await
 }
 
 async fn set_org(
@@ -178,8 +196,16 @@ async fn set_org(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let actor = authorize(&state, &operator, Role::Admin).await?;
-    let p = percent_of(&body)?;
-    change(&state, &actor, &headers, &id, Change::SetOrg(org, p)).await
+    let (p, comment) = percent_of(&body)?;
+    change(
+        &state,
+        &actor,
+        &headers,
+        &id,
+        Change::SetOrg(org, p),
+        comment,
+    )
+    .await
 }
 
 async fn delete_rollout(
@@ -189,7 +215,7 @@ async fn delete_rollout(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = authorize(&state, &operator, Role::Admin).await?;
-    change(&state, &actor, &headers, &id, Change::Delete).await
+    change(&state, &actor, &headers, &id, Change::Delete, None).await
 }
 
 async fn delete_org(
@@ -199,7 +225,7 @@ async fn delete_org(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = authorize(&state, &operator, Role::Admin).await?;
-    change(&state, &actor, &headers, &id, Change::RemoveOrg(org)).await
+    change(&state, &actor, &headers, &id, Change::RemoveOrg(org), None).await
 }
 
 #[cfg(test)]

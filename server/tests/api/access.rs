@@ -467,7 +467,7 @@ fn table() -> Vec<Row> {
             Admin,
             Everywhere,
             F::Rollout,
-            |_, m| json!({ "name": m.id, "row_version": m.row_version }),
+            |_, m| json!({ "name": m.id, "row_version": m.row_version, "confirm_name": m.id }),
         ),
         row(
             Route("GET", "/api/admin/rollouts"),

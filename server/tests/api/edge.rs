@@ -6,7 +6,7 @@ use reqwest::header::{AUTHORIZATION, ETAG, IF_MATCH, IF_NONE_MATCH};
 use serde_json::{json, Value};
 use vf_control::testing::TestDb;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, OPERATOR};
 
 const EDGE_TOKEN: &str = "edge-read-only-token-0123";
 
@@ -31,6 +31,22 @@ impl TestApp {
             .get(ETAG)
             .map(|v| v.to_str().unwrap().to_string());
         (status, resp.json().await.unwrap_or(Value::Null), etag)
+    }
+
+    /// `PUT` with a whole JSON body (`percent` and `comment`).
+    async fn put_percent_with(&self, path: &str, body: Value, if_match: &str) -> (u16, Value) {
+        let resp = self
+            .api
+            .put(format!("{}/api/admin/rollouts/{path}", self.url))
+            .header(IF_MATCH, if_match)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (
+            resp.status().as_u16(),
+            resp.json().await.unwrap_or(Value::Null),
+        )
     }
 
     async fn delete_path(&self, path: &str, if_match: &str) -> (u16, Value) {
@@ -182,6 +198,195 @@ async fn deleting_a_rollout_turns_everyone_off_and_stays_visible_to_caches() {
     assert_eq!(trail[0].action, "rollout.delete");
 }
 
+/// The newest entries of the page's change history (`admin.edge.get`).
+async fn history(app: &TestApp) -> Vec<Value> {
+    let view = app.call_ok("admin.edge.get", json!({})).await;
+    view["history"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_comment_is_kept_with_the_change_and_the_history_reads_it_back() {
+    let app = TestApp::spawn().await;
+    let created = app
+        .call_ok(
+            "admin.rollout.set",
+            json!({"name": "checkout-v2", "percent": 20, "comment": "  first customers  "}),
+        )
+        .await;
+    app.clock.advance_ms(1_000);
+    app.call_ok(
+        "admin.rollout.set",
+        json!({"name": "checkout-v2", "percent": 50, "row_version": created["row_version"],
+               "comment": "load test passed"}),
+    )
+    .await;
+    // Through the REST route too, and a change without a comment has none.
+    let (status, body) = app
+        .put_percent_with(
+            "checkout-v2/orgs/org_big",
+            json!({"percent": 5, "comment": "their SLA"}),
+            "\"2\"",
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, _) = app
+        .put_percent("checkout-v2", json!(60), Some("\"3\""))
+        .await;
+    assert_eq!(status, 200);
+
+    let h = history(&app).await;
+    let summary: Vec<Value> = h
+        .iter()
+        .map(|e| {
+            json!([
+                e["action"],
+                e["org"],
+                e["before"],
+                e["after"],
+                e["created"],
+                e["comment"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            json!(["rollout.percent", null, 50, 60, false, null]),
+            json!([
+                "rollout.org.percent",
+                "org_big",
+                null,
+                5,
+                false,
+                "their SLA"
+            ]),
+            json!(["rollout.percent", null, 20, 50, false, "load test passed"]),
+            json!(["rollout.percent", null, 0, 20, true, "first customers"]),
+        ],
+        "newest first, comments trimmed"
+    );
+    assert_eq!(h[2]["actor"], OPERATOR);
+    assert_eq!(h[2]["rollout"], "checkout-v2");
+    assert_eq!(
+        h[3]["at"].as_i64().unwrap() + 1_000,
+        h[2]["at"].as_i64().unwrap()
+    );
+    // The audit log holds the same comment: it is the one record of the change.
+    let trail =
+        vf_control::testing::audit_for_target(&app.control.db, "rollout", "checkout-v2", 10)
+            .await
+            .unwrap();
+    let details: Value = serde_json::from_str(&trail[2].details).unwrap();
+    assert_eq!(details["comment"], "load test passed");
+}
+
+#[tokio::test]
+async fn a_comment_over_500_characters_is_refused_naming_the_field_and_nothing_changes() {
+    let app = TestApp::spawn().await;
+    app.call_ok(
+        "admin.rollout.set",
+        json!({"name": "checkout-v2", "percent": 20}),
+    )
+    .await;
+    let message = app
+        .call_refused(
+            "admin.rollout.set",
+            json!({"name": "checkout-v2", "percent": 50, "row_version": 1,
+                   "comment": "x".repeat(501)}),
+            400,
+        )
+        .await;
+    assert!(
+        message.starts_with("comment: at most 500 characters"),
+        "{message}"
+    );
+    let (status, body) = app
+        .put_percent_with(
+            "checkout-v2",
+            json!({"percent": 50, "comment": "y".repeat(501)}),
+            "\"1\"",
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().starts_with("comment:"),
+        "{body}"
+    );
+    let doc: Value = app.edge_config(None).await.json().await.unwrap();
+    assert_eq!(doc["rollouts"]["checkout-v2"]["global"]["percent"], 20);
+    // 500 characters exactly are fine.
+    app.call_ok(
+        "admin.rollout.set",
+        json!({"name": "checkout-v2", "percent": 50, "row_version": 1, "comment": "z".repeat(500)}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn out_of_range_percents_are_refused_by_the_server_function_too() {
+    let app = TestApp::spawn().await;
+    for bad in [150, -1, 101] {
+        let message = app
+            .call_refused(
+                "admin.rollout.set",
+                json!({"name": "checkout-v2", "percent": bad}),
+                400,
+            )
+            .await;
+        assert!(message.starts_with("percent:"), "{bad}: {message}");
+        let message = app
+            .call_refused(
+                "admin.rollout.set",
+                json!({"name": "checkout-v2", "org": "org_big", "percent": bad}),
+                400,
+            )
+            .await;
+        assert!(message.starts_with("percent:"), "{bad}: {message}");
+    }
+    let doc: Value = app.edge_config(None).await.json().await.unwrap();
+    assert_eq!(doc["rollouts"], json!({}), "nothing was stored");
+}
+
+#[tokio::test]
+async fn deleting_through_the_server_function_needs_the_rollouts_name_exactly() {
+    let app = TestApp::spawn().await;
+    app.call_ok(
+        "admin.rollout.set",
+        json!({"name": "checkout-v2", "percent": 40}),
+    )
+    .await;
+    for wrong in [
+        json!({"confirm_name": "checkout"}),
+        json!({"confirm_name": "CHECKOUT-V2"}),
+        json!({}),
+    ] {
+        let mut body = json!({"name": "checkout-v2", "row_version": 1});
+        body.as_object_mut()
+            .unwrap()
+            .extend(wrong.as_object().unwrap().clone());
+        let message = app.call_refused("admin.rollout.delete", body, 400).await;
+        assert_eq!(
+            message, "confirm_name: must be the rollout's name, checkout-v2, exactly",
+            "{wrong}"
+        );
+    }
+    let doc: Value = app.edge_config(None).await.json().await.unwrap();
+    assert_eq!(
+        doc["rollouts"]["checkout-v2"]["global"]["percent"], 40,
+        "still on"
+    );
+    let deleted = app
+        .call_ok(
+            "admin.rollout.delete",
+            json!({"name": "checkout-v2", "row_version": 1, "confirm_name": "checkout-v2"}),
+        )
+        .await;
+    assert!(deleted["retired_at"].is_i64(), "{deleted}");
+    let h = history(&app).await;
+    assert_eq!(h[0]["action"], "rollout.delete");
+    assert_eq!((&h[0]["before"], &h[0]["after"]), (&json!(40), &json!(0)));
+}
+
 #[tokio::test]
 async fn the_edge_config_has_a_strong_etag_and_answers_304_until_it_changes() {
     let app = TestApp::spawn().await;
@@ -257,4 +462,14 @@ async fn rolling_rollouts_work_the_same_on_postgres() {
     assert_eq!(status, 412);
     let doc: Value = app.edge_config(None).await.json().await.unwrap();
     assert_eq!(doc["rollouts"]["v2-cache"]["global"]["previousPercent"], 20);
+    app.call_ok(
+        "admin.rollout.set",
+        json!({"name": "v2-cache", "percent": 50, "row_version": 2, "comment": "on postgres"}),
+    )
+    .await;
+    let h = history(&app).await;
+    assert_eq!(
+        json!([h[0]["before"], h[0]["after"], h[0]["comment"]]),
+        json!([40, 50, "on postgres"])
+    );
 }
