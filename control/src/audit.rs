@@ -523,6 +523,88 @@ pub struct AuditFilter {
 /// The most rows one listing returns.
 pub const MAX_LIST: i64 = 500;
 
+/// What people call the targets of `rows`, by `(target_kind, target_id)`: a pipeline's,
+/// node's, group's or environment's name, a user's email, a release as "v3 of edge-logs", a
+/// token by its label, a freeze window by its text. Targets gone since are left out (the page
+/// shows their ids).
+pub async fn target_names(
+    db: &crate::Db,
+    rows: &[AuditRow],
+) -> Result<std::collections::HashMap<(String, String), String>> {
+    const NAMES: [(&str, &str); 9] = [
+        (
+            "environment",
+            "SELECT id, name FROM environments WHERE id IN ({ids})",
+        ),
+        (
+            "pipeline",
+            "SELECT id, name FROM pipelines WHERE id IN ({ids})",
+        ),
+        ("node", "SELECT id, name FROM nodes WHERE id IN ({ids})"),
+        (
+            "node_group",
+            "SELECT id, name FROM node_groups WHERE id IN ({ids})",
+        ),
+        ("user", "SELECT id, email FROM users WHERE id IN ({ids})"),
+        (
+            "api_token",
+            "SELECT id, name FROM api_tokens WHERE id IN ({ids})",
+        ),
+        (
+            "enrollment_token",
+            "SELECT id, label FROM enrollment_tokens WHERE id IN ({ids})",
+        ),
+        (
+            "freeze_window",
+            "SELECT id, spec FROM freeze_windows WHERE id IN ({ids})",
+        ),
+        (
+            "release",
+            "SELECT r.id, 'v' || CAST(r.canary_version AS TEXT) || ' of ' || p.name
+             FROM releases r JOIN pipelines p ON p.id = r.pipeline_id WHERE r.id IN ({ids})",
+        ),
+    ];
+    let mut names = std::collections::HashMap::new();
+    for (kind, sql) in NAMES {
+        let ids: std::collections::BTreeSet<&str> = (rows.iter())
+            .filter(|r| r.target_kind == kind)
+            .map(|r| r.target_id.as_str())
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        // Placeholders only: the ids go through binds.
+        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = sql.replace("{ids}", &marks.join(", "));
+        let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        for (id, name) in query.fetch_all(&db.pool).await? {
+            names.insert((kind.to_owned(), id), name);
+        }
+    }
+    // Environments named by the rows, for the page's Environment column.
+    let envs: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r.environment_id.as_deref())
+        .collect();
+    if !envs.is_empty() {
+        let marks: Vec<String> = (1..=envs.len()).map(|i| format!("${i}")).collect();
+        let mut query = sqlx::query_as::<_, (String, String)>(crate::sql!(
+            "SELECT id, name FROM environments WHERE id IN ({})",
+            marks.join(", ")
+        ));
+        for id in &envs {
+            query = query.bind(*id);
+        }
+        for (id, name) in query.fetch_all(&db.pool).await? {
+            names.insert(("environment".to_owned(), id), name);
+        }
+    }
+    Ok(names)
+}
+
 /// Events matching the filter, newest first, at most `limit` (clamped to 1..=500).
 pub async fn list(db: &crate::Db, filter: &AuditFilter, limit: i64) -> Result<Vec<AuditRow>> {
     enum Bind {

@@ -34,6 +34,13 @@ pub struct AuditEventView {
     /// The stored JSON text.
     pub details: String,
     pub ip: Option<String>,
+    /// What people call the target ("edge-logs", "v3 of edge-logs", an email); `None` when
+    /// it is gone.
+    #[serde(default)]
+    pub target_name: Option<String>,
+    /// The environment's name.
+    #[serde(default)]
+    pub environment: Option<String>,
 }
 
 /// The outcome of checking the hash chain.
@@ -69,9 +76,18 @@ pub async fn list_audit(query: AuditQuery) -> Result<Vec<AuditEventView>, Server
     let rows = vf_control::audit::list(&ctl.db, &filter, limit)
         .await
         .map_err(fail)?;
+    let names = vf_control::audit::target_names(&ctl.db, &rows)
+        .await
+        .map_err(fail)?;
+    let name = |kind: &str, id: &str| names.get(&(kind.to_owned(), id.to_owned())).cloned();
     Ok(rows
         .into_iter()
         .map(|r| AuditEventView {
+            target_name: name(&r.target_kind, &r.target_id),
+            environment: r
+                .environment_id
+                .as_deref()
+                .and_then(|e| name("environment", e)),
             seq: r.seq,
             at: r.at,
             actor: r.actor,

@@ -73,10 +73,23 @@ pub fn Layout(children: Children) -> impl IntoView {
             .map(|n| format!("?env={n}"))
             .unwrap_or_default()
     };
+    // On a phone the navigation folds into a menu (the stylesheet shows the button only on
+    // narrow screens); following a link folds it again.
+    let menu_open = RwSignal::new(false);
+    Effect::watch(
+        move || path.get(),
+        move |_, _, _| menu_open.set(false),
+        false,
+    );
     view! {
-        <header class="topbar">
+        <header class="topbar" class:menu-open=move || menu_open.get()>
             <a class="brand" href="/">"VectorFlow"</a>
-            <nav aria-label="Main">
+            <button type="button" class="menu-toggle" aria-controls="main-nav"
+                aria-expanded=move || if menu_open.get() { "true" } else { "false" }
+                on:click=move |_| menu_open.update(|open| *open = !*open)>
+                "Menu"
+            </button>
+            <nav aria-label="Main" id="main-nav">
                 <A href=move || format!("/{}", suffix())>"Fleet"</A>
                 <A href=move || format!("/groups{}", suffix())>"Node groups"</A>
                 <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>

@@ -4,6 +4,8 @@ use leptos::prelude::*;
 
 use crate::api::audit::{list_audit, AuditQuery, VerifyAudit};
 use crate::api::error_text;
+use leptos_router::hooks::{use_navigate, use_query_map};
+
 use crate::components::{non_blank, AsyncTable, ErrorBox};
 use crate::types::format_time;
 
@@ -26,40 +28,119 @@ pub fn parse_utc_date(text: &str) -> Option<i64> {
     Some((era * 146_097 + doe - 719_468) * 86_400_000)
 }
 
+/// The filters as the URL keeps them (`/audit?actor=ann&action=release.&from=2026-12-01`),
+/// so a filtered view can be shared and survives a reload.
+const FILTERS: [(&str, &str); 6] = [
+    ("actor", "Actor"),
+    ("action", "Action starts with"),
+    ("kind", "Target kind"),
+    ("target", "Target id"),
+    ("from", "From (UTC)"),
+    ("to", "To (UTC, inclusive)"),
+];
+
+/// The query of a URL's filters.
+pub fn audit_query(get: impl Fn(&str) -> Option<String>) -> AuditQuery {
+    let text = |key: &str| get(key).and_then(|v| non_blank(&v));
+    AuditQuery {
+        actor: text("actor"),
+        action_prefix: text("action"),
+        target_kind: text("kind"),
+        target_id: text("target"),
+        since: text("from").and_then(|d| parse_utc_date(&d)),
+        until: text("to")
+            .and_then(|d| parse_utc_date(&d))
+            .map(|t| t + 86_400_000),
+        limit: Some(200),
+    }
+}
+
+/// A stored details document as fields people read: top-level keys alphabetically, strings
+/// unquoted, empty values left out, anything nested as compact JSON (cut at 300 characters).
+pub fn detail_fields(details: &str) -> Vec<(String, String)> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(details)
+    else {
+        return vec![("details".into(), details.to_owned())];
+    };
+    map.into_iter()
+        .filter_map(|(key, value)| {
+            let text = match value {
+                serde_json::Value::Null => return None,
+                serde_json::Value::String(s) if s.is_empty() => return None,
+                serde_json::Value::Array(a) if a.is_empty() => return None,
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            let text = if text.chars().count() > 300 {
+                format!("{}...", text.chars().take(300).collect::<String>())
+            } else {
+                text
+            };
+            Some((crate::components::human(&words(&key)), text))
+        })
+        .collect()
+}
+
+/// `operatorReason` -> `operator reason`.
+fn words(key: &str) -> String {
+    let mut out = String::new();
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push(' ');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Where a target's page is, when it has one.
+fn target_href(kind: &str, id: &str) -> Option<String> {
+    match kind {
+        "pipeline" => Some(format!("/pipelines/{id}")),
+        _ => None,
+    }
+}
+
 #[component]
 pub fn AuditPage() -> impl IntoView {
-    let actor = RwSignal::new(String::new());
-    let action = RwSignal::new(String::new());
-    let target_kind = RwSignal::new(String::new());
-    let target_id = RwSignal::new(String::new());
-    let since = RwSignal::new(String::new());
-    let until = RwSignal::new(String::new());
-    let applied = RwSignal::new(AuditQuery::default());
-    let events = Resource::new(move || applied.get(), list_audit);
+    let query = use_query_map();
+    let navigate = use_navigate();
+    let fields: Vec<(&'static str, &'static str, RwSignal<String>)> = FILTERS
+        .iter()
+        .map(|(key, label)| {
+            let value = query.with_untracked(|q| q.get(key)).unwrap_or_default();
+            (*key, *label, RwSignal::new(value))
+        })
+        .collect();
+    let events = Resource::new(
+        move || query.with(|q| audit_query(|key| q.get(key))),
+        list_audit,
+    );
     let verify = ServerAction::<VerifyAudit>::new();
+    let signals = fields.clone();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let params: Vec<String> = (signals.iter())
+            .filter_map(|(key, _, value)| {
+                let value = non_blank(&value.get_untracked())?;
+                Some(format!("{key}={}", urlencoding(&value)))
+            })
+            .collect();
+        navigate(&format!("/audit?{}", params.join("&")), Default::default());
+    };
     view! {
         <h1>"Audit log"</h1>
         <p class="muted">
             "Every state change, newest first. Each row is chained to the one before it by a sha256 hash, so an edited, removed or reordered row is detected."
         </p>
-        <form class="card form audit-filters" on:submit=move |ev| {
-            ev.prevent_default();
-            applied.set(AuditQuery {
-                actor: non_blank(&actor.get_untracked()),
-                action_prefix: non_blank(&action.get_untracked()),
-                target_kind: non_blank(&target_kind.get_untracked()),
-                target_id: non_blank(&target_id.get_untracked()),
-                since: parse_utc_date(&since.get_untracked()),
-                until: parse_utc_date(&until.get_untracked()).map(|t| t + 86_400_000),
-                limit: Some(200),
-            });
-        }>
-            <label>"Actor" <input bind:value=actor/></label>
-            <label>"Action starts with" <input bind:value=action placeholder="release."/></label>
-            <label>"Target kind" <input bind:value=target_kind placeholder="pipeline"/></label>
-            <label>"Target id" <input bind:value=target_id/></label>
-            <label>"From (UTC)" <input type="date" bind:value=since/></label>
-            <label>"To (UTC, inclusive)" <input type="date" bind:value=until/></label>
+        <form class="card form audit-filters" on:submit=submit>
+            {fields.into_iter().map(|(key, label, value)| {
+                let kind = if matches!(key, "from" | "to") { "date" } else { "text" };
+                let placeholder = match key { "action" => "release.", "kind" => "pipeline", _ => "" };
+                view! { <label>{label} " " <input type=kind name=key placeholder=placeholder bind:value=value/></label> }
+            }).collect_view()}
             <button type="submit">"Filter"</button>
         </form>
         <div class="audit-verify">
@@ -83,19 +164,45 @@ pub fn AuditPage() -> impl IntoView {
             })}
         </div>
         <AsyncTable resource=events class="grid audit" testid="audit-table"
-            columns=&["#", "Time (UTC)", "Actor", "From", "Action", "Target", "Details"]
+            columns=&["#", "Time (UTC)", "Actor", "Environment", "Action", "Target", "Details"]
             empty="No matching events." let:r>
-            <tr>
+            <tr data-action=r.action.clone()>
                 <td>{r.seq}</td>
                 <td>{format_time(r.at)}</td>
-                <td>{r.actor}</td>
-                <td class="muted">{r.ip.unwrap_or_default()}</td>
-                <th scope="row">{r.action}</th>
-                <td>{format!("{} {}", r.target_kind, r.target_id)}</td>
-                <td><code class="audit-details">{r.details}</code></td>
+                <td>{r.actor}{r.ip.map(|ip| view! { <div class="muted small">{ip}</div> })}</td>
+                <td>{r.environment.unwrap_or_default()}</td>
+                <th scope="row">{r.action.clone()}</th>
+                <td data-testid="audit-target" title=format!("{} {}", r.target_kind, r.target_id)>
+                    <span class="muted small">{r.target_kind.replace('_', " ")}" "</span>
+                    {match (r.target_name, target_href(&r.target_kind, &r.target_id)) {
+                        (Some(name), Some(href)) => view! { <a href=href>{name}</a> }.into_any(),
+                        (Some(name), None) => view! { <span>{name}</span> }.into_any(),
+                        (None, _) => view! { <span class="mono small">{r.target_id.clone()}</span> }.into_any(),
+                    }}
+                </td>
+                <td>
+                    <dl class="audit-details">
+                        {detail_fields(&r.details).into_iter().map(|(k, v)| view! {
+                            <dt>{k}</dt><dd>{v}</dd>
+                        }).collect_view()}
+                    </dl>
+                </td>
             </tr>
         </AsyncTable>
     }
+}
+
+/// Percent-encodes a query value (letters, digits and `-_.~` stay).
+fn urlencoding(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,5 +221,42 @@ mod tests {
         );
         assert_eq!(parse_utc_date("2024-13-01"), None);
         assert_eq!(parse_utc_date("yesterday"), None);
+    }
+
+    #[test]
+    fn filters_read_from_the_url_and_details_read_as_fields() {
+        let q = audit_query(|key| match key {
+            "actor" => Some("ann@example.com".into()),
+            "action" => Some(" release. ".into()),
+            "from" => Some("2023-11-14".into()),
+            "to" => Some("2023-11-14".into()),
+            _ => None,
+        });
+        assert_eq!(q.actor.as_deref(), Some("ann@example.com"));
+        assert_eq!(q.action_prefix.as_deref(), Some("release."));
+        assert_eq!(q.since, Some(1_699_920_000_000));
+        assert_eq!(q.until, Some(1_699_920_000_000 + 86_400_000));
+        assert_eq!(q.target_kind, None);
+        assert_eq!(urlencoding("a b&c"), "a%20b%26c");
+
+        let fields = detail_fields(
+            r#"{"pipelineId":"p1","operatorReason":"customer escalation","gateResults":null,"stage":2,"plan":{"stages":[]}}"#,
+        );
+        assert_eq!(
+            fields,
+            [
+                (
+                    "Operator reason".to_string(),
+                    "customer escalation".to_string()
+                ),
+                ("Pipeline id".to_string(), "p1".to_string()),
+                ("Plan".to_string(), "{\"stages\":[]}".to_string()),
+                ("Stage".to_string(), "2".to_string()),
+            ]
+        );
+        assert_eq!(
+            detail_fields("not json"),
+            [("details".to_string(), "not json".to_string())]
+        );
     }
 }

@@ -554,6 +554,29 @@ async fn the_audit_log_names_the_user_and_their_address_for_a_sign_in_and_for_wh
     );
 }
 
+#[tokio::test]
+async fn the_audit_log_names_its_targets_and_their_environment() {
+    let app = TestApp::spawn().await;
+    let p = app.create_pipeline("edge-logs", &[]).await;
+    app.deploy(&p.id, "v: 1\n").await;
+    let events: Vec<Value> = serde_json::from_value(
+        app.call_ok("audit.list", json!({"query": {"target_id": p.id}}))
+            .await,
+    )
+    .unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for e in &events {
+        assert_eq!(e["target_name"], "edge-logs", "{e}");
+        assert_eq!(e["environment"], "test", "{e}");
+    }
+    let env: Vec<Value> = serde_json::from_value(
+        app.call_ok("audit.list", json!({"query": {"target_kind": "environment"}}))
+            .await,
+    )
+    .unwrap();
+    assert!(env.iter().all(|e| e["target_name"] == "test"), "{env:?}");
+}
+
 // --- password storage ------------------------------------------------------------------------
 
 #[tokio::test]

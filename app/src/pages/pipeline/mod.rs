@@ -115,7 +115,10 @@ fn PipelineHeader(d: PipelineDetail) -> impl IntoView {
             <dt>"Deployed version"</dt>
             <dd data-testid="deployed-version">{p.deployed_version.map(|v| format!("v{v}")).unwrap_or_else(|| "not deployed".into())}</dd>
             <dt>"Latest release"</dt>
-            <dd data-testid="latest-release"><a href="#rollout">{latest.unwrap_or_else(|| "none".into())}</a></dd>
+            <dd data-testid="latest-release">{match latest {
+                Some(text) => view! { <a href="#rollout">{text}</a> }.into_any(),
+                None => view! { <span class="muted">"none"</span> }.into_any(),
+            }}</dd>
             <dt>"Node selector"</dt>
             <dd><LabelChips labels=p.node_selector.clone()/></dd>
         </dl>
