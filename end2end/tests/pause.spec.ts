@@ -46,6 +46,7 @@ test.describe('pause and resume', () => {
     await page.getByRole('button', { name: 'Roll back' }).click();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'ROLLED_BACK');
     await expect(page.getByTestId('latest-release')).toHaveText('v2: Rolled back');
+    await expect(page.getByTestId('elapsed')).toContainText(/^took \d+:\d{2}$/);
 
     // A direct deploy afterwards: the header and the card say the release no longer is what
     // the fleet runs (v3 is the rollback's copy of v1).

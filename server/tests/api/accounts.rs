@@ -570,8 +570,11 @@ async fn the_audit_log_names_its_targets_and_their_environment() {
         assert_eq!(e["environment"], "test", "{e}");
     }
     let env: Vec<Value> = serde_json::from_value(
-        app.call_ok("audit.list", json!({"query": {"target_kind": "environment"}}))
-            .await,
+        app.call_ok(
+            "audit.list",
+            json!({"query": {"target_kind": "environment"}}),
+        )
+        .await,
     )
     .unwrap();
     assert!(env.iter().all(|e| e["target_name"] == "test"), "{env:?}");

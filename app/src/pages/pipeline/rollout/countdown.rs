@@ -15,6 +15,25 @@ pub fn format_remaining(ms: i64) -> String {
     }
 }
 
+/// How long a release has run: `elapsed 12:04` in flight, `elapsed 40:00, held for 3:10`
+/// while held for an operator (since its last transition), `took 1:02:03` once finished.
+pub fn timing_text(
+    status: Option<vf_rules::ReleaseStatus>,
+    paused: bool,
+    (created_at, updated_at, completed_at): (i64, i64, Option<i64>),
+    now: i64,
+) -> String {
+    let elapsed = format_remaining(now - created_at);
+    match (completed_at, status) {
+        (Some(done), _) => format!("took {}", format_remaining(done - created_at)),
+        (None, Some(vf_rules::ReleaseStatus::HealthCheck)) if !paused => format!(
+            "elapsed {elapsed}, held for {}",
+            format_remaining(now - updated_at)
+        ),
+        _ => format!("elapsed {elapsed}"),
+    }
+}
+
 #[component]
 pub fn Countdown(deadline: i64, now: i64) -> impl IntoView {
     let elapsed = RwSignal::new(0i64);
@@ -42,6 +61,30 @@ pub fn Countdown(deadline: i64, now: i64) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timing_says_elapsed_held_for_and_took() {
+        use vf_rules::ReleaseStatus as S;
+        let t = (1_000_000, 1_000_000 + 600_000, None);
+        let now = 1_000_000 + 800_000;
+        assert_eq!(
+            timing_text(Some(S::CanaryDeployed), false, t, now),
+            "elapsed 13:20"
+        );
+        assert_eq!(
+            timing_text(Some(S::HealthCheck), false, t, now),
+            "elapsed 13:20, held for 3:20"
+        );
+        assert_eq!(
+            timing_text(Some(S::HealthCheck), true, t, now),
+            "elapsed 13:20"
+        );
+        let done = (1_000_000, 0, Some(1_000_000 + 3_723_000));
+        assert_eq!(
+            timing_text(Some(S::Broadened), false, done, now),
+            "took 1:02:03"
+        );
+    }
 
     #[test]
     fn remaining_time_rounds_up_to_whole_seconds() {

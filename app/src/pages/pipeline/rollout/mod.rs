@@ -16,7 +16,7 @@ use crate::api::releases::{
 use crate::components::{ErrorBox, Status, StatusBadge};
 use crate::types::{plural, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use checks::{LiveChecks, RefusedAttempts};
-use countdown::{format_remaining, Countdown};
+use countdown::{format_remaining, timing_text, Countdown};
 pub use gates::GateEvaluations;
 
 /// The operator actions, created once per page so their results survive refreshes.
@@ -185,6 +185,12 @@ pub fn RolloutView(
                     r.canary_version,
                     r.previous_version.map(|v| format!("v{v}")).unwrap_or_else(|| "nothing (first deploy)".into()),
                     r.created_by
+                )}</span>
+                <span class="muted" data-testid="elapsed">{timing_text(
+                    r.status,
+                    r.paused.is_some(),
+                    (r.created_at, r.updated_at, r.completed_at),
+                    r.now,
                 )}</span>
                 {r.baking().then(|| r.bake_deadline.map(|deadline| view! { <Countdown deadline now=r.now/> }))}
             </div>
