@@ -1,6 +1,6 @@
 import { test, expect, Page } from '@playwright/test';
 import * as path from 'node:path';
-import { admin, bearer, callApi, signIn, startAgent, unique, AgentProcess } from './helpers';
+import { appReady, admin, bearer, callApi, signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: accounts and roles. Signing in and out through the forms; a viewer sees a release
 // but none of its buttons; an editor advances it; an admin manages users and API tokens.
@@ -18,6 +18,7 @@ function signOutButton(page: Page) {
 test.describe('signing in and out', () => {
   test('a signed-out visitor lands on the sign-in page; a wrong password is refused, the right one opens the fleet', async ({ page }) => {
     await page.goto('/');
+    await appReady(page);
     await expect(page).toHaveURL((url) => url.pathname === '/signin' && url.searchParams.get('next') === '/');
     await expect(page.getByRole('heading', { name: 'Sign in to VectorFlow' })).toBeVisible();
     // A bare frame: no navigation before signing in.
@@ -42,11 +43,13 @@ test.describe('signing in and out', () => {
     await expect(page).toHaveURL(/\/signin$/);
     // The session is gone: pages send to the sign-in page again.
     await page.goto('/pipelines');
+    await appReady(page);
     await expect(page).toHaveURL((url) => url.pathname === '/signin' && url.searchParams.get('next') === '/pipelines');
   });
 
   test('after signing in, the page asked for first opens', async ({ page }) => {
     await page.goto('/environments');
+    await appReady(page);
     await page.getByLabel('Email').fill(admin.email);
     await page.getByLabel('Password').fill(admin.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -72,6 +75,7 @@ test.describe('signing in and out', () => {
     await form.getByRole('button', { name: 'Change password' }).click();
     await expect(form.getByRole('status')).toContainText('Password changed');
     await page.goto('/');
+    await appReady(page);
     await expect(page).toHaveURL(/\/signin/);
     await signIn(page, email, 'second-password-2');
     await expect(page.getByTestId('signed-in-as')).toHaveText(email);
@@ -125,6 +129,7 @@ test.describe('roles on the rollout view', () => {
     // The viewer sees the release and its stages, and nothing to press.
     await signIn(page, viewer, password);
     await page.goto(`/pipelines/${pipeline.id}`);
+    await appReady(page);
     const rollout = page.getByTestId('rollout');
     await expect(rollout).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
     await expect(page.getByTestId('stage-1')).toHaveAttribute('data-state', 'baking');
@@ -135,12 +140,15 @@ test.describe('roles on the rollout view', () => {
     await expect(page.getByRole('form', { name: 'Deploy' })).toHaveCount(0);
     await expect(page.getByRole('link', { name: 'Users' })).toHaveCount(0);
     await page.goto('/pipelines');
+    await appReady(page);
     await expect(page.getByTestId('pipelines-table')).toBeVisible();
     await expect(page.getByRole('button', { name: 'Create pipeline' })).toHaveCount(0);
     await page.goto('/environments');
+    await appReady(page);
     await expect(page.getByText('Enrollment tokens of e2e are managed by its admins.')).toBeVisible();
     await expect(page.getByRole('button', { name: 'Create environment' })).toHaveCount(0);
     await page.goto('/admin/edge-config');
+    await appReady(page);
     await expect(page.getByRole('region', { name: 'Bucket lookup' })).toBeVisible();
     await expect(page.getByRole('button', { name: 'Create rollout' })).toHaveCount(0);
     await signOutButton(page).click();
@@ -150,6 +158,7 @@ test.describe('roles on the rollout view', () => {
     // advance (not roll back someone else's release).
     await signIn(page, editor, password);
     await page.goto(`/pipelines/${pipeline.id}`);
+    await appReady(page);
     await expect(page.getByTestId('deploy-locked')).toContainText('is in flight');
     await expect(page.getByRole('button', { name: 'Roll back' })).toHaveCount(0);
     const advance = page.getByRole('button', { name: 'Advance next stage' });

@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { signIn, unique } from './helpers';
+import { appReady, signIn, unique } from './helpers';
 
 // Issue: operator safety. YAML that does not parse is marked on its line as it is typed,
 // and the server refuses it with the same line and column.
@@ -8,6 +8,7 @@ test('broken YAML is marked on its line in the editor and refused by the server'
   await signIn(page);
   const name = unique('yaml');
   await page.goto('/pipelines');
+  await appReady(page);
   await page.getByLabel('Name').fill(name);
   await page.getByRole('button', { name: 'Create pipeline' }).click();
   await page.getByRole('status').getByRole('link', { name }).click();
@@ -36,6 +37,7 @@ test('the deploy dialog opens on a progressive rollout and Enter in a field neve
   await signIn(page);
   const name = unique('enter');
   await page.goto('/pipelines');
+  await appReady(page);
   await page.getByLabel('Name').fill(name);
   await page.getByRole('button', { name: 'Create pipeline' }).click();
   await page.getByRole('status').getByRole('link', { name }).click();

@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { signIn, startAgent, unique, AgentProcess } from './helpers';
+import { appReady, signIn, startAgent, unique, AgentProcess } from './helpers';
 
 // Issue: foundation. Two simulated agents report in on the fleet page; a pipeline created and
 // deployed through the UI ends up running on both, as the agents themselves report it.
@@ -19,6 +19,7 @@ test.describe('fleet and direct deploy', () => {
     // Both nodes report in on the fleet page (it refreshes by itself), filtered to this run's
     // nodes by name: the filter goes into the URL and the summary still counts every node.
     await page.goto('/');
+    await appReady(page);
     await page.getByLabel('Name contains').fill(prefix);
     await page.getByRole('button', { name: 'Filter' }).click();
     await expect(page).toHaveURL(new RegExp(`name=${prefix}`));
@@ -32,6 +33,7 @@ test.describe('fleet and direct deploy', () => {
     // Create a pipeline for these nodes only. The button only works once the app hydrated.
     const pipeline = unique('logs');
     await page.getByRole('link', { name: 'Pipelines' }).click();
+    await appReady(page);
     await page.getByLabel('Name').fill(pipeline);
     await page.getByLabel(/Node selector/).fill('tier=e2e');
     await page.getByRole('button', { name: 'Create pipeline' }).click();
@@ -62,6 +64,7 @@ test.describe('fleet and direct deploy', () => {
       await expect(row.getByText('Running')).toBeVisible();
     }
     await page.goto(`/?name=${prefix}`);
+    await appReady(page);
     await expect(page.locator('tr[data-node]')).toHaveCount(2);
     for (const i of [0, 1]) {
       const item = page.locator(`tr[data-node="${prefix}-${i}"] li[data-pipeline="${pipeline}"]`);

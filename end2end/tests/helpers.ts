@@ -66,6 +66,7 @@ export function startAgent(baseURL: string, args: string[]): AgentProcess {
 export async function createPipeline(page: Page, run: string, prefix: string): Promise<string> {
   const name = unique(prefix);
   await page.goto('/pipelines');
+  await appReady(page);
   await page.getByLabel('Name').fill(name);
   await page.getByLabel(/Node selector/).fill(`e2e-run=${run}`);
   await page.getByRole('button', { name: 'Create pipeline' }).click();
