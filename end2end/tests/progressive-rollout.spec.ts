@@ -90,6 +90,7 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await page.getByRole('button', { name: 'Start rollout' }).click();
 
     const rollout = page.getByTestId('rollout');
+    await expect(rollout.getByTestId('release-diff')).toContainText('What v2 changes against v1');
     await expect(rollout).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
     await expect(page.getByTestId('stage-1')).toHaveAttribute('data-state', 'baking');
     // While stage 1 bakes: wave a received and runs the canary, wave b is held on v1.

@@ -446,3 +446,49 @@ pub async fn diff_versions(
             .collect(),
     })
 }
+
+/// What the latest release of the pipeline changes: its previous version's config against its
+/// canary's (against nothing on a first deploy). `None` before any release.
+#[server(endpoint = "pipeline.release_diff", input = Json)]
+pub async fn release_diff(pipeline_id: String) -> Result<Option<DiffView>, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
+    let Some(release) = vf_control::releases::latest_release(&ctl, &pipeline_id)
+        .await
+        .map_err(fail)?
+    else {
+        return Ok(None);
+    };
+    let (canary, previous) = match &release {
+        Ok(r) => (r.canary_version, r.previous_version),
+        Err(e) => (e.row.canary_version, e.row.previous_version),
+    };
+    let config = |version: i64| {
+        let ctl = ctl.clone();
+        let pipeline_id = pipeline_id.clone();
+        async move {
+            vf_control::pipelines::get_version(&ctl.db, &pipeline_id, version)
+                .await
+                .map(|v| v.config_yaml)
+                .map_err(fail)
+        }
+    };
+    let new = config(canary).await?;
+    let old = match previous {
+        Some(v) => config(v).await?,
+        None => String::new(),
+    };
+    Ok(Some(DiffView {
+        from: previous.unwrap_or(0),
+        to: canary,
+        versions: Vec::new(),
+        lines: vf_control::pipelines::diff_lines(&old, &new)
+            .into_iter()
+            .map(|l| DiffLineView {
+                op: l.op.to_string(),
+                text: l.text,
+            })
+            .collect(),
+    }))
+}

@@ -264,6 +264,13 @@ fn table() -> Vec<Row> {
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
         row(
+            Fn("pipeline.release_diff"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "pipeline_id": fx.pipeline }),
+        ),
+        row(
             Fn("pipeline.deploy"),
             Editor,
             Environment,

@@ -146,3 +146,28 @@ async fn complete_all_remaining_keeps_its_reason_on_the_release_and_in_the_audit
         "approved by the on-call lead"
     );
 }
+
+#[tokio::test]
+async fn the_release_diff_shows_what_the_canary_changes_against_the_previous_version() {
+    let app = TestApp::spawn().await;
+    let (_a, _b, p) = two_waves_on_v1(&app).await;
+    let none = app
+        .call_ok("pipeline.release_diff", json!({"pipeline_id": p.id}))
+        .await;
+    assert_eq!(none, serde_json::Value::Null);
+    app.create_release(json!({
+        "pipeline_id": p.id,
+        "config_yaml": "v: 2\n",
+        "rollout_plan": {"stages": [wave("a", json!([])), wave("b", json!([]))]},
+    }))
+    .await;
+    let diff = app
+        .call_ok("pipeline.release_diff", json!({"pipeline_id": p.id}))
+        .await;
+    assert_eq!(diff["from"], 1);
+    assert_eq!(diff["to"], 2);
+    assert_eq!(
+        diff["lines"],
+        json!([{"op": "-", "text": "v: 1"}, {"op": "+", "text": "v: 2"}])
+    );
+}

@@ -5,7 +5,9 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::pipelines::{diff_versions, get_pipeline, get_pipeline_summary, DeployPipeline};
+use crate::api::pipelines::{
+    diff_versions, get_pipeline, get_pipeline_summary, release_diff, DeployPipeline,
+};
 
 mod deploy;
 mod history;
@@ -64,6 +66,11 @@ pub fn PipelinePage() -> impl IntoView {
     let slow_tick = use_tick(10_000);
     let changes = Memo::new(move |_| (slow_tick.get(), deploy.version().get(), actions.version()));
     // Created here, never inside a Suspend, so server and browser agree on it when hydrating.
+    // What the latest release changes, shown inside the rollout card.
+    let release_changes = Resource::new(
+        move || (id.get(), changes.get()),
+        |(id, _)| release_diff(id),
+    );
     let lines = Resource::new(
         move || (id.get(), diff.from.get(), diff.to.get(), changes.get()),
         |(id, from, to, _)| diff_versions(id, from, to),
@@ -83,7 +90,7 @@ pub fn PipelinePage() -> impl IntoView {
             refresh=Signal::derive(move || changes.get().0)/>
         <Loaded resource=detail loading="Loading pipeline..." let:d>
             <PipelineHeader d=d.clone()/>
-            <RolloutView d=d.clone() actions shown/>
+            <RolloutView d=d.clone() actions shown diff=release_changes/>
         </Loaded>
         <NodesTable detail shown/>
         <Loaded resource=can_deploy hide_loading=true hide_errors=true let:can>

@@ -13,8 +13,8 @@ use crate::api::error_text;
 use crate::api::releases::{
     AdvanceRelease, BroadenRelease, CompleteRelease, PauseRelease, ResumeRelease, RollbackRelease,
 };
-use crate::components::{ErrorBox, Status, StatusBadge};
-use crate::types::{plural, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
+use crate::components::{ErrorBox, Loaded, Status, StatusBadge};
+use crate::types::{plural, DiffView, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
 use checks::{LiveChecks, RefusedAttempts};
 use countdown::{format_remaining, timing_text, Countdown};
 pub use gates::GateEvaluations;
@@ -144,6 +144,8 @@ pub fn RolloutView(
     d: PipelineDetail,
     actions: RolloutActions,
     shown: RwSignal<NodesShown>,
+    /// What the release changes (created with the page, so hydration agrees on it).
+    diff: Resource<Result<Option<DiffView>, ServerFnError>>,
 ) -> impl IntoView {
     let Some(r) = d.release.clone() else {
         return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
@@ -200,6 +202,9 @@ pub fn RolloutView(
             {r.paused.clone().map(|p| view! { <Paused pause=p now=r.now/> })}
             {r.failure_reason.clone().map(|f| view! { <p class="failure" data-testid="failure-reason">"Rolled back: " {f}</p> })}
             <ActionButtons release=r.clone() release_id actions remaining=waiting.count/>
+            <Loaded resource=diff hide_loading=true hide_errors=true let:changes>
+                {changes.map(|c| view! { <ReleaseDiff c/> })}
+            </Loaded>
             <Notes notes=r.notes.clone()/>
             <ol class="stages" data-testid="stages">
                 {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown/> }).collect_view()}
@@ -293,6 +298,34 @@ fn ActionButtons(
             })}
         </div>
         {move || actions.error().map(|m| view! { <ErrorBox message=m/> })}
+    }
+}
+
+/// The canary's config against the previous version's, folded under a summary line.
+#[component]
+fn ReleaseDiff(c: DiffView) -> impl IntoView {
+    let added = c.lines.iter().filter(|l| l.op == "+").count() as i64;
+    let removed = c.lines.iter().filter(|l| l.op == "-").count() as i64;
+    let against = if c.from == 0 {
+        "nothing (first deploy)".to_owned()
+    } else {
+        format!("v{}", c.from)
+    };
+    view! {
+        <details class="release-diff" data-testid="release-diff">
+            <summary>{format!(
+                "What v{} changes against {against}: {} added, {} removed",
+                c.to,
+                plural(added, "line"),
+                plural(removed, "line")
+            )}</summary>
+            <pre class="diff">
+                {c.lines.into_iter().map(|l| {
+                    let class = match l.op.as_str() { "+" => "add", "-" => "del", _ => "same" };
+                    view! { <span class=class>{format!("{} {}\n", l.op, l.text)}</span> }
+                }).collect_view()}
+            </pre>
+        </details>
     }
 }
 
