@@ -75,7 +75,6 @@ test.describe('signing in and out', () => {
     await form.getByRole('button', { name: 'Change password' }).click();
     await expect(form.getByRole('status')).toContainText('Password changed');
     await page.goto('/');
-    await appReady(page);
     await expect(page).toHaveURL(/\/signin/);
     await signIn(page, email, 'second-password-2');
     await expect(page.getByTestId('signed-in-as')).toHaveText(email);

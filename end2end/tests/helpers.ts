@@ -15,13 +15,15 @@ export function bearer(token: string = adminApiToken): Record<string, string> {
   return { Authorization: `Bearer ${token}` };
 }
 
-/** Signs in through the sign-in form and waits to land past it. */
+/** Signs in through the sign-in form and waits to land past it, on a page that has started
+ * (so links after it navigate in the app and forms work at once). */
 export async function signIn(page: Page, email: string = admin.email, password: string = admin.password) {
   await page.goto('/signin');
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((url) => url.pathname !== '/signin');
+  await appReady(page);
 }
 
 /** Calls server function `endpoint` (`/api/<endpoint>`, JSON) as `token`; returns its answer. */
