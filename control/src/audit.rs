@@ -523,6 +523,25 @@ pub struct AuditFilter {
 /// The most rows one listing returns.
 pub const MAX_LIST: i64 = 500;
 
+/// `(id, name)` of `ids` by `sql`, whose `{ids}` becomes one placeholder per id (the ids go
+/// through binds); nothing asked, nothing read.
+async fn names_of(
+    db: &crate::Db,
+    sql: &str,
+    ids: &std::collections::BTreeSet<&str>,
+) -> Result<Vec<(String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = sql.replace("{ids}", &marks.join(", "));
+    let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));
+    for id in ids {
+        query = query.bind(*id);
+    }
+    Ok(query.fetch_all(&db.pool).await?)
+}
+
 /// What people call the targets of `rows`, by `(target_kind, target_id)`: a pipeline's,
 /// node's, group's or environment's name, a user's email, a release as "v3 of edge-logs", a
 /// token by its label, a freeze window by its text. Targets gone since are left out (the page
@@ -566,40 +585,16 @@ pub async fn target_names(
     ];
     let mut names = std::collections::HashMap::new();
     for (kind, sql) in NAMES {
-        let ids: std::collections::BTreeSet<&str> = (rows.iter())
+        let mut ids: std::collections::BTreeSet<&str> = (rows.iter())
             .filter(|r| r.target_kind == kind)
             .map(|r| r.target_id.as_str())
             .collect();
-        if ids.is_empty() {
-            continue;
+        // Every row's environment too, for the page's Environment column.
+        if kind == "environment" {
+            ids.extend(rows.iter().filter_map(|r| r.environment_id.as_deref()));
         }
-        // Placeholders only: the ids go through binds.
-        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
-        let sql = sql.replace("{ids}", &marks.join(", "));
-        let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));
-        for id in &ids {
-            query = query.bind(*id);
-        }
-        for (id, name) in query.fetch_all(&db.pool).await? {
+        for (id, name) in names_of(db, sql, &ids).await? {
             names.insert((kind.to_owned(), id), name);
-        }
-    }
-    // Environments named by the rows, for the page's Environment column.
-    let envs: std::collections::BTreeSet<&str> = rows
-        .iter()
-        .filter_map(|r| r.environment_id.as_deref())
-        .collect();
-    if !envs.is_empty() {
-        let marks: Vec<String> = (1..=envs.len()).map(|i| format!("${i}")).collect();
-        let mut query = sqlx::query_as::<_, (String, String)>(crate::sql!(
-            "SELECT id, name FROM environments WHERE id IN ({})",
-            marks.join(", ")
-        ));
-        for id in &envs {
-            query = query.bind(*id);
-        }
-        for (id, name) in query.fetch_all(&db.pool).await? {
-            names.insert(("environment".to_owned(), id), name);
         }
     }
     Ok(names)

@@ -227,35 +227,25 @@ fn read_line(text: &str, environment_id: &str) -> LineStop {
     })
 }
 
-/// Refuses `change` unless the environment of `pipeline_id` allows it, read inside the
-/// caller's transaction with the environment's row locked.
+/// Refuses `change` unless the environment allows it, read inside the caller's transaction
+/// with the environment's row locked.
 pub async fn refuse_in(
     conn: &mut sqlx::AnyConnection,
-    pipeline_id: &str,
+    environment_id: &str,
     change: Change,
     admin_override: bool,
     now: i64,
-) -> Result<EnvironmentHold> {
-    let environment_id: String =
-        sqlx::query_scalar("SELECT environment_id FROM pipelines WHERE id = $1")
-            .bind(pipeline_id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or_else(|| ControlError::NotFound(format!("pipeline {pipeline_id}")))?;
-    let hold = hold_in(conn, &environment_id, now, true).await?;
-    hold.allow(change, admin_override)?;
-    Ok(hold)
+) -> Result<()> {
+    hold_in(conn, environment_id, now, true)
+        .await?
+        .allow(change, admin_override)
 }
 
-/// An admin's override of a freeze: the reason is required and kept in the audit event.
+/// An admin's override of a freeze: a reason as [`operator_reason`] reads it, and required;
+/// kept in the audit event.
 pub fn freeze_override(reason: Option<&str>) -> Result<String> {
-    match reason.map(str::trim).filter(|r| !r.is_empty()) {
-        Some(reason) => Ok(reason.to_owned()),
-        None => Err(ControlError::invalid(
-            "reason",
-            "overriding a freeze needs a reason",
-        )),
-    }
+    operator_reason(reason.map(str::to_owned))?
+        .ok_or_else(|| ControlError::invalid("reason", "overriding a freeze needs a reason"))
 }
 
 /// What stopping or lifting the line did.
@@ -309,13 +299,13 @@ pub async fn stop_line(
         Some(reason) => format!("line stopped: {reason}"),
         None => "line stopped".to_owned(),
     };
-    let step = |_: &Release| Step::Pause {
+    let pause = Step::Pause {
         by: actor.name.clone(),
-        reason: Some(said.clone()),
+        reason: Some(said),
         line_stop: true,
     };
-    let releases = in_flight(ctl, environment_id, |r| r.state.paused.is_none()).await?;
-    let releases = each(ctl, actor, releases, step, |r| r.state.paused.is_none()).await;
+    let releases = in_flight(ctl, environment_id).await?;
+    let releases = each(ctl, actor, releases, pause, |r| r.state.paused.is_none()).await;
     Ok(LineChange { releases })
 }
 
@@ -358,21 +348,17 @@ pub async fn lift_line(
     )
     .await?;
     let by_stop = |r: &Release| r.state.paused.as_ref().is_some_and(|p| p.line_stop);
-    let releases = in_flight(ctl, environment_id, by_stop).await?;
-    let resume = |_: &Release| Step::Resume {
+    let releases = in_flight(ctl, environment_id).await?;
+    let resume = Step::Resume {
         by: actor.name.clone(),
     };
     let releases = each(ctl, actor, releases, resume, by_stop).await;
     Ok(LineChange { releases })
 }
 
-/// The readable in-flight releases of the environment that `wanted` picks.
-async fn in_flight(
-    ctl: &Control,
-    environment_id: &str,
-    wanted: impl Fn(&Release) -> bool,
-) -> Result<Vec<String>> {
-    let ids: Vec<String> = sqlx::query_scalar(
+/// The in-flight releases of the environment.
+async fn in_flight(ctl: &Control, environment_id: &str) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
         "SELECT r.id FROM releases r JOIN pipelines p ON p.id = r.pipeline_id
          WHERE p.environment_id = $1 AND r.status IN ($2, $3) ORDER BY r.id",
     )
@@ -380,26 +366,17 @@ async fn in_flight(
     .bind(ReleaseStatus::IN_FLIGHT[0].as_str())
     .bind(ReleaseStatus::IN_FLIGHT[1].as_str())
     .fetch_all(&ctl.db.pool)
-    .await?;
-    let mut picked = Vec::new();
-    for id in ids {
-        if let Ok(release) = read_release(ctl, &id, ReadBy::Action).await? {
-            if wanted(&release) {
-                picked.push(id);
-            }
-        }
-    }
-    Ok(picked)
+    .await?)
 }
 
-/// Applies `step` to each release that `still` holds for, re-reading and retrying when a
-/// scheduler tick or an operator changed it first. Returns the releases changed; one that
-/// could not be changed is logged and left (its operator sees it unpaused, or paused).
+/// Applies `step` to each readable release that `still` holds for, re-reading and retrying
+/// when a scheduler tick or an operator changed it first. Returns the releases changed; one
+/// that could not be changed is logged and left (its operator sees it unpaused, or paused).
 async fn each(
     ctl: &Control,
     actor: &Actor,
     ids: Vec<String>,
-    step: impl Fn(&Release) -> Step,
+    step: Step,
     still: impl Fn(&Release) -> bool,
 ) -> Vec<String> {
     let mut changed = Vec::new();
@@ -409,7 +386,7 @@ async fn each(
                 Ok(Ok(release)) if release.state.in_flight() && still(&release) => release,
                 _ => break,
             };
-            let applied = crate::releases::apply_step(ctl, &release, step(&release), actor).await;
+            let applied = crate::releases::apply_step(ctl, &release, step.clone(), actor).await;
             match applied {
                 Ok(_) => {
                     changed.push(id.clone());

@@ -319,7 +319,8 @@ pub async fn deploy_noted(
         .allow(Change::DirectDeploy, overridden)?;
     let mut tx = audit::begin(db).await?;
     claim_pipeline(&mut tx, pipeline_id, pipeline.row_version).await?;
-    crate::freeze::refuse_in(&mut tx, pipeline_id, Change::DirectDeploy, overridden, now).await?;
+    let env = &pipeline.environment_id;
+    crate::freeze::refuse_in(&mut tx, env, Change::DirectDeploy, overridden, now).await?;
     let version =
         insert_version(&mut tx, pipeline_id, &config, &changelog, &actor.name, now).await?;
     sqlx::query("UPDATE pipelines SET deployed_version = $1, updated_at = $2 WHERE id = $3")

@@ -94,13 +94,7 @@ pub async fn stop_line(
     environment_id: String,
     #[server(default)] reason: Option<String>,
 ) -> Result<LineChangeView, ServerFnError> {
-    use super::server::*;
-    use vf_control::access::{Role, Target};
-    let (ctl, g) = authorize(Role::Admin, Target::Environment(&environment_id)).await?;
-    let done = vf_control::freeze::stop_line(&ctl, &g.actor, &environment_id, reason)
-        .await
-        .map_err(fail)?;
-    line_change(&ctl, &environment_id, done).await
+    line_change(environment_id, reason, true).await
 }
 
 /// Lifts the line: changes are allowed again, and the releases the stop paused resume.
@@ -109,24 +103,29 @@ pub async fn lift_line(
     environment_id: String,
     #[server(default)] reason: Option<String>,
 ) -> Result<LineChangeView, ServerFnError> {
-    use super::server::*;
-    use vf_control::access::{Role, Target};
-    let (ctl, g) = authorize(Role::Admin, Target::Environment(&environment_id)).await?;
-    let done = vf_control::freeze::lift_line(&ctl, &g.actor, &environment_id, reason)
-        .await
-        .map_err(fail)?;
-    line_change(&ctl, &environment_id, done).await
+    line_change(environment_id, reason, false).await
 }
 
+/// Stops (`stop`) or lifts the line, as an admin of the environment; answers the hold now.
 #[cfg(feature = "ssr")]
 async fn line_change(
-    ctl: &vf_control::Control,
-    environment_id: &str,
-    done: vf_control::freeze::LineChange,
+    environment_id: String,
+    reason: Option<String>,
+    stop: bool,
 ) -> Result<LineChangeView, ServerFnError> {
-    let hold = vf_control::freeze::hold_of(&ctl.db, environment_id, ctl.now())
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    use vf_control::freeze::{lift_line, stop_line};
+    let (ctl, g) = authorize(Role::Admin, Target::Environment(&environment_id)).await?;
+    let done = if stop {
+        stop_line(&ctl, &g.actor, &environment_id, reason).await
+    } else {
+        lift_line(&ctl, &g.actor, &environment_id, reason).await
+    }
+    .map_err(fail)?;
+    let hold = vf_control::freeze::hold_of(&ctl.db, &environment_id, ctl.now())
         .await
-        .map_err(super::server::fail)?;
+        .map_err(fail)?;
     Ok(LineChangeView {
         hold: hold_view(hold),
         releases: done.releases,
@@ -145,18 +144,20 @@ pub async fn list_freeze_windows(
         .await
         .map_err(fail)?;
     let now = ctl.now();
-    Ok(rows
-        .into_iter()
-        .map(|row| FreezeWindowView {
-            open: vf_rules::freeze::FreezeWindow::parse(&row.spec)
-                .is_ok_and(|w| w.open_until(now).is_some()),
-            id: row.id,
-            window: row.spec,
-            reason: row.reason,
-            created_by: row.created_by,
-            created_at: row.created_at,
-        })
-        .collect())
+    Ok(rows.into_iter().map(|row| window_view(row, now)).collect())
+}
+
+#[cfg(feature = "ssr")]
+fn window_view(row: vf_control::freeze::FreezeWindowRow, now: i64) -> FreezeWindowView {
+    FreezeWindowView {
+        open: vf_rules::freeze::FreezeWindow::parse(&row.spec)
+            .is_ok_and(|w| w.open_until(now).is_some()),
+        id: row.id,
+        window: row.spec,
+        reason: row.reason,
+        created_by: row.created_by,
+        created_at: row.created_at,
+    }
 }
 
 /// Adds a freeze window: `window` is "Fri 16:00 - Mon 08:00 Europe/Berlin" (weekly),
@@ -182,15 +183,7 @@ pub async fn create_freeze_window(
     )
     .await
     .map_err(fail)?;
-    Ok(FreezeWindowView {
-        open: vf_rules::freeze::FreezeWindow::parse(&row.spec)
-            .is_ok_and(|w| w.open_until(now).is_some()),
-        id: row.id,
-        window: row.spec,
-        reason: row.reason,
-        created_by: row.created_by,
-        created_at: row.created_at,
-    })
+    Ok(window_view(row, now))
 }
 
 #[server(endpoint = "freeze.delete", input = Json)]

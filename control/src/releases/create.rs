@@ -194,7 +194,7 @@ pub async fn create_canary(ctl: &Control, actor: &Actor, req: CanaryRequest) -> 
     // The line may have stopped, or a freeze opened, since the check above.
     refuse_in(
         &mut tx,
-        &pipeline.id,
+        &pipeline.environment_id,
         Change::NewRelease,
         freeze_override.is_some(),
         now,

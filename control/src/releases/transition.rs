@@ -85,9 +85,7 @@ pub async fn apply_noted(
     let mut tx = audit::begin(db).await?;
     // A stopped line holds every step forward, read where the step commits.
     if let Some(change) = forward(&step) {
-        crate::freeze::hold_in(&mut tx, &pipeline.environment_id, now, true)
-            .await?
-            .allow(change, true)?;
+        crate::freeze::refuse_in(&mut tx, &pipeline.environment_id, change, true, now).await?;
     }
     let done = sqlx::query(
         "UPDATE releases SET status = $1, stages = $2, current_stage = $3, bake_deadline = $4,
