@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 bash scripts/setup.sh
 # The release build: an optimised server and a small wasm bundle (wasm-opt), as it would be
-# served off localhost. The first build takes several minutes.
+# served off localhost, with brotli and gzip twins of the bundle written once. The first
+# build takes several minutes.
 cargo leptos build --release
+bash scripts/precompress.sh
 cargo build --release -p vf-agent
 
 mkdir -p .vf-demo

@@ -319,6 +319,13 @@ pub struct StageSeries {
     pub points: Vec<(i64, i64, i64)>,
 }
 
+/// The charts of one release: which release, and each opened stage's series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseCharts {
+    pub release_id: String,
+    pub stages: Vec<StageSeries>,
+}
+
 /// A rolling rollout as the admin page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RollingView {

@@ -51,6 +51,14 @@ test.describe('gate checks during a bake', () => {
     await expect(gate.getByTestId('live-value')).toHaveText('2.00%');
     await expect(gate.locator('svg.sparkline circle').first()).toBeVisible();
     await expect(page.getByTestId('rollout')).toHaveAttribute('data-status', 'CANARY_DEPLOYED');
+    // The stage's live chart: error rate against its 5 % limit and events/s, with times (UTC).
+    const chart = stage.getByTestId('stage-chart');
+    await expect(chart).toBeVisible({ timeout: 30_000 });
+    await expect(chart).toContainText('Error rate (%)');
+    await expect(chart).toContainText('Events/s');
+    await expect(chart).toContainText('max 5%');
+    await expect(chart.locator('text.time').first()).toHaveText(/^\d\d:\d\d$/);
+    await expect(chart).toHaveAttribute('aria-label', /^Error rate up to [\d.]+% and throughput up to [\d.]+ events\/s over \d+ minutes?, \d\d:\d\d to \d\d:\d\d UTC$/);
     // While the release is in flight the deploy dialog gives way to a notice.
     await expect(page.getByTestId('deploy-locked')).toContainText('A rollout of v2 is in flight');
     await expect(page.getByRole('form', { name: 'Deploy' })).toHaveCount(0);

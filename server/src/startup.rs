@@ -3,6 +3,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,9 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list_with_exclusions, LeptosRoutes};
 use tokio::net::TcpListener;
+use tower::ServiceBuilder;
 use tower_http::compression::CompressionLayer;
+use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 use vf_control::access::{Role, ALL_ENVIRONMENTS};
 use vf_control::accounts::{self, TokenRole};
@@ -248,9 +251,16 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
         .merge(server_fns::router(&state, context)?)
         // Static files, and what else is under /api/: no pages, so not behind the wall. The
         // rest of /api/ answers with the not-found page, which shows who is signed in.
-        .route(
-            "/pkg/{*file}",
-            any(files.clone()).layer(asset_caching(state.leptos_options.hash_files)),
+        .nest_service(
+            &format!("/{}", config.site_pkg_dir),
+            ServiceBuilder::new()
+                .layer(asset_caching(state.leptos_options.hash_files))
+                // The answer depends on Accept-Encoding, so caches keep one copy per encoding.
+                .layer(SetResponseHeaderLayer::if_not_present(
+                    header::VARY,
+                    HeaderValue::from_static("accept-encoding"),
+                ))
+                .service(bundle_files(config)),
         )
         .route("/favicon.svg", any(files.clone()))
         .route("/api/", any(files.clone()).layer(caller.clone()))
@@ -281,18 +291,28 @@ fn hashed_assets() -> bool {
         .is_some_and(|hashes| hashes.is_file())
 }
 
+/// The bundle (`/pkg/`): a file's brotli or gzip twin (`.br`, `.gz`, written beside it by
+/// `scripts/precompress.sh` at the highest levels, which compressing on the fly cannot
+/// afford) when the browser accepts it and the twin exists, else the file itself. The
+/// compression layer leaves an answer that already has a Content-Encoding alone.
+fn bundle_files(config: &Config) -> ServeDir {
+    ServeDir::new(Path::new(&config.site_root).join(&config.site_pkg_dir))
+        .precompressed_br()
+        .precompressed_gzip()
+}
+
 /// How long browsers keep `/pkg/` files: forever when their names carry a hash of their
 /// content (a new build has new names), else they ask again every time. Only successful
 /// answers are cached.
-fn asset_caching(
+fn asset_caching<B>(
     hashed: bool,
-) -> SetResponseHeaderLayer<impl Fn(&Response) -> Option<HeaderValue> + Clone> {
+) -> SetResponseHeaderLayer<impl Fn(&Response<B>) -> Option<HeaderValue> + Clone> {
     let value = HeaderValue::from_static(if hashed {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
     });
-    SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, move |resp: &Response| {
+    SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, move |resp: &Response<B>| {
         resp.status().is_success().then(|| value.clone())
     })
 }

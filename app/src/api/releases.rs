@@ -8,7 +8,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::types::{ReleaseHistoryItem, ReleaseView, StageSeries};
+use crate::types::{ReleaseCharts, ReleaseHistoryItem, ReleaseView, StageSeries};
 
 /// The release as `granted` may see it: `allowed_actions` keeps only the actions the state
 /// allows *and* the caller's role may take, so pages show exactly the buttons that work. An
@@ -508,6 +508,29 @@ pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, Serv
         .await
         .map_err(fail)?;
     series_of(&ctl, &r).await
+}
+
+/// The per-stage series of the pipeline's latest release, for the rollout card's live
+/// charts; `None` before any release.
+#[server(endpoint = "pipeline.release_series", input = Json)]
+pub async fn latest_release_series(
+    pipeline_id: String,
+) -> Result<Option<ReleaseCharts>, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Pipeline(&pipeline_id)).await?;
+    let Some(r) = vf_control::releases::latest_release(&ctl, &pipeline_id)
+        .await
+        .map_err(fail)?
+    else {
+        return Ok(None);
+    };
+    let release_id = match &r {
+        Ok(r) => r.id.clone(),
+        Err(e) => e.row.id.clone(),
+    };
+    let stages = series_of(&ctl, &r).await?;
+    Ok(Some(ReleaseCharts { release_id, stages }))
 }
 
 /// A pipeline's releases, newest first, each with its per-stage series.

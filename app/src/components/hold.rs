@@ -1,6 +1,7 @@
 //! The banner of an environment held by a stopped line or an open freeze window, shown on
 //! every page of that environment.
 
+use super::load;
 use leptos::prelude::*;
 
 use crate::api::freeze::{environment_hold, HoldView};
@@ -26,7 +27,7 @@ pub fn HoldBanner(
     #[prop(optional, into)] refresh: Option<Signal<u64>>,
 ) -> impl IntoView {
     let tick = use_tick(15_000);
-    let hold = Resource::new(
+    let hold = load(
         move || (of.get(), tick.get(), refresh.map(|r| r.get())),
         |(of, _, _)| async move {
             let id = match of {

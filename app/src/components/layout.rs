@@ -1,6 +1,7 @@
 //! The page frame: header, environment picker, navigation, who is signed in; and the
 //! helpers pages use to know the selected environment and to refresh live.
 
+use super::load;
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_location, use_query_map};
@@ -57,7 +58,7 @@ pub fn Layout(children: Children) -> impl IntoView {
     }
     let session = Session::provide();
     let env_name = use_env_name();
-    let envs = Resource::new(|| (), |_| list_environments());
+    let envs = load(|| (), |_| list_environments());
     // The banner of the environment shown; a pipeline's page shows its own environment's.
     let path = use_location().pathname;
     let banner = Signal::derive(move || {

@@ -9,7 +9,7 @@ mod table;
 
 pub use hold::{releases_text, BannerOf, HoldBanner};
 pub use layout::{current_env, use_env_name, use_tick, Layout};
-pub use loaded::{AsyncTable, Loaded};
+pub use loaded::{load, AsyncTable, Json, Loaded, Loads};
 pub use session::{use_session, Can, Roles, Session};
 pub use table::Table;
 

@@ -2,6 +2,7 @@
 //! hide what the caller's role cannot do. The server refuses those calls anyway; hiding
 //! only spares the operator a button that answers 403.
 
+use super::{load, Loads};
 use leptos::prelude::*;
 
 use crate::api::accounts::{me, MeView};
@@ -9,12 +10,12 @@ use crate::api::accounts::{me, MeView};
 /// The caller of this page, or nobody on the sign-in and setup pages (which must not ask
 /// the server who is signed in: that answers 401 there).
 #[derive(Clone, Copy)]
-pub struct Session(Option<Resource<Result<MeView, ServerFnError>>>);
+pub struct Session(Option<Loads<MeView>>);
 
 impl Session {
     /// Loads the caller once for the page and shares it with every component below.
     pub fn provide() -> Self {
-        let session = Self(Some(Resource::new(|| (), |_| me())));
+        let session = Self(Some(load(|| (), |_| me())));
         provide_context(session);
         session
     }

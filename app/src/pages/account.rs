@@ -1,5 +1,6 @@
 //! `/account`: who you are signed in as, your roles, and changing your own password.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::accounts::{me, ChangePassword};
@@ -8,7 +9,7 @@ use crate::components::{ErrorBox, Loaded};
 
 #[component]
 pub fn AccountPage() -> impl IntoView {
-    let me = Resource::new(|| (), |_| me());
+    let me = load(|| (), |_| me());
     let change = ServerAction::<ChangePassword>::new();
     let current = RwSignal::new(String::new());
     let new = RwSignal::new(String::new());

@@ -1,5 +1,6 @@
 //! The audit log: every state change, filterable, and a check of its hash chain.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::audit::{list_audit, AuditQuery, VerifyAudit};
@@ -114,7 +115,7 @@ pub fn AuditPage() -> impl IntoView {
             (*key, *label, RwSignal::new(value))
         })
         .collect();
-    let events = Resource::new(
+    let events = load(
         move || query.with(|q| audit_query(|key| q.get(key))),
         list_audit,
     );

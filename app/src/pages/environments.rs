@@ -1,6 +1,7 @@
 //! Environments and their agent enrollment tokens (shown once, listed by prefix). Tokens
 //! are an environment admin's business; creating environments is for admins of all of them.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::error_text;
@@ -22,7 +23,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
     let create_env = ServerAction::<CreateEnvironment>::new();
     let create_token = ServerAction::<CreateEnrollmentToken>::new();
     let revoke = ServerAction::<RevokeEnrollmentToken>::new();
-    let data = Resource::new(
+    let data = load(
         move || {
             (
                 env_name.get(),
@@ -129,7 +130,7 @@ fn LineAndFreezes(env_name: Memo<Option<String>>) -> impl IntoView {
     let lift = ServerAction::<LiftLine>::new();
     let add = ServerAction::<CreateFreezeWindow>::new();
     let delete = ServerAction::<DeleteFreezeWindow>::new();
-    let data = Resource::new(
+    let data = load(
         move || {
             (
                 env_name.get(),

@@ -2,6 +2,7 @@
 //! pipeline process reports, a page at a time, filtered by name, label and status; counts
 //! by status above. Refreshes every few seconds.
 
+use crate::components::load;
 use leptos::prelude::*;
 use leptos_router::components::{Form, A};
 use leptos_router::hooks::use_query_map;
@@ -74,7 +75,7 @@ pub fn FleetPage() -> impl IntoView {
     let revoke = ServerAction::<RevokeNode>::new();
     let query = use_query_map();
     let shown = Memo::new(move |_| query.with(Shown::from_query));
-    let fleet = Resource::new(
+    let fleet = load(
         move || {
             (
                 env_name.get(),

@@ -1,5 +1,6 @@
 //! Node groups: named label criteria, with the nodes they match right now.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::error_text;
@@ -15,7 +16,7 @@ pub fn GroupsPage() -> impl IntoView {
     let session = use_session();
     let create = ServerAction::<CreateNodeGroup>::new();
     let delete = ServerAction::<DeleteNodeGroup>::new();
-    let groups = Resource::new(
+    let groups = load(
         move || {
             (
                 env_name.get(),

@@ -1,5 +1,6 @@
 //! The pipelines of an environment, and a form to create one.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::error_text;
@@ -14,7 +15,7 @@ pub fn PipelinesPage() -> impl IntoView {
     let env_name = use_env_name();
     let session = use_session();
     let create = ServerAction::<CreatePipeline>::new();
-    let list = Resource::new(
+    let list = load(
         move || (env_name.get(), create.version().get()),
         move |(name, _)| async move {
             let Some(env) = current_env(name).await? else {

@@ -271,6 +271,13 @@ fn table() -> Vec<Row> {
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
         row(
+            Fn("pipeline.release_series"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "pipeline_id": fx.pipeline }),
+        ),
+        row(
             Fn("pipeline.deploy"),
             Editor,
             Environment,

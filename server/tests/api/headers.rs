@@ -94,3 +94,41 @@ async fn pages_go_compressed_to_a_browser_that_accepts_it_and_plain_to_one_that_
         .is_none());
     assert!(plain.text().await.unwrap().contains("<html"));
 }
+
+#[tokio::test]
+async fn the_bundle_goes_out_as_its_precompressed_twin_when_the_browser_accepts_it() {
+    use reqwest::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, VARY};
+    let site = tempfile::tempdir().unwrap();
+    let pkg = site.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("app.wasm"), b"plain bytes").unwrap();
+    std::fs::write(pkg.join("app.wasm.br"), b"brotli twin").unwrap();
+    std::fs::write(pkg.join("app.wasm.gz"), b"gzip twin").unwrap();
+    let root = site.path().to_str().unwrap().to_owned();
+    let app = TestApp::spawn_with(vf_control::testing::TestDb::sqlite(), |c| {
+        c.site_root = root
+    })
+    .await;
+    let get = |encoding: Option<&'static str>, file: &str| {
+        let mut req = app.client.get(format!("{}/pkg/{file}", app.url));
+        if let Some(encoding) = encoding {
+            req = req.header(ACCEPT_ENCODING, encoding);
+        }
+        req.send()
+    };
+    let br = get(Some("gzip, deflate, br"), "app.wasm").await.unwrap();
+    assert_eq!(br.status(), 200);
+    assert_eq!(br.headers()[CONTENT_ENCODING], "br");
+    assert_eq!(br.headers()[VARY], "accept-encoding");
+    assert_eq!(br.headers()[CACHE_CONTROL], "no-cache");
+    assert_eq!(br.bytes().await.unwrap().as_ref(), b"brotli twin");
+    let gzip = get(Some("gzip"), "app.wasm").await.unwrap();
+    assert_eq!(gzip.headers()[CONTENT_ENCODING], "gzip");
+    assert_eq!(gzip.bytes().await.unwrap().as_ref(), b"gzip twin");
+    let plain = get(None, "app.wasm").await.unwrap();
+    assert!(plain.headers().get(CONTENT_ENCODING).is_none());
+    assert_eq!(plain.bytes().await.unwrap().as_ref(), b"plain bytes");
+    let missing = get(Some("br"), "gone.wasm").await.unwrap();
+    assert_eq!(missing.status(), 404);
+    assert!(missing.headers().get(CACHE_CONTROL).is_none());
+}

@@ -171,3 +171,26 @@ async fn the_release_diff_shows_what_the_canary_changes_against_the_previous_ver
         json!([{"op": "-", "text": "v: 1"}, {"op": "+", "text": "v: 2"}])
     );
 }
+
+#[tokio::test]
+async fn the_rollout_card_charts_the_latest_releases_stages() {
+    let app = TestApp::spawn().await;
+    let (_a, _b, p) = two_waves_on_v1(&app).await;
+    let none = app
+        .call_ok("pipeline.release_series", json!({"pipeline_id": p.id}))
+        .await;
+    assert_eq!(none, serde_json::Value::Null);
+    let (release_id, _) = app
+        .create_release(json!({
+            "pipeline_id": p.id,
+            "config_yaml": "v: 2\n",
+            "rollout_plan": {"stages": [wave("a", json!([])), wave("b", json!([]))]},
+        }))
+        .await;
+    let charts = app
+        .call_ok("pipeline.release_series", json!({"pipeline_id": p.id}))
+        .await;
+    assert_eq!(charts["release_id"], release_id);
+    // The first stage is open (no metrics yet); the second has not opened.
+    assert_eq!(charts["stages"], json!([{"index": 0, "points": []}]));
+}

@@ -8,6 +8,7 @@ mod card;
 mod confirm;
 mod model;
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use crate::api::edge::{edge_admin, DeleteRollout, RemoveOrgOverride, SetRolloutPercent};
@@ -43,7 +44,7 @@ pub fn EdgeConfigPage() -> impl IntoView {
         delete: ServerAction::new(),
     };
     let session = use_session();
-    let data = Resource::new(
+    let data = load(
         move || {
             (
                 actions.set.version().get(),

@@ -2,13 +2,16 @@
 //! served and runs, the deploy dialog, versions with diffs, and the release history.
 //! Refreshes live without a reload.
 
+use crate::components::{load, Loads};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::pipelines::{
     diff_versions, get_pipeline, get_pipeline_summary, release_diff, DeployPipeline,
 };
+use crate::api::releases::latest_release_series;
 
+mod chart;
 mod deploy;
 mod history;
 mod nodes;
@@ -33,7 +36,7 @@ pub fn PipelinePage() -> impl IntoView {
     // The nodes table's filter and page: the detail brings that page of nodes with it, read
     // with the counts (one read of the fleet per refresh).
     let shown = RwSignal::new(NodesShown::default());
-    let detail = Resource::new(
+    let detail = load(
         move || {
             (
                 id.get(),
@@ -67,18 +70,23 @@ pub fn PipelinePage() -> impl IntoView {
     let changes = Memo::new(move |_| (slow_tick.get(), deploy.version().get(), actions.version()));
     // Created here, never inside a Suspend, so server and browser agree on it when hydrating.
     // What the latest release changes, shown inside the rollout card.
-    let release_changes = Resource::new(
+    let release_changes = load(
         move || (id.get(), changes.get()),
         |(id, _)| release_diff(id),
     );
-    let lines = Resource::new(
+    // The live per-stage charts of the latest release, on the same clock as the diff.
+    let series = load(
+        move || (id.get(), changes.get()),
+        |(id, _)| latest_release_series(id),
+    );
+    let lines = load(
         move || (id.get(), diff.from.get(), diff.to.get(), changes.get()),
         |(id, from, to, _)| diff_versions(id, from, to),
     );
     // Whether the caller may deploy here: an editor of the pipeline's environment. Keyed on
     // the id only, so the deploy dialog is not rebuilt (losing its draft) on every refresh.
     let session = use_session();
-    let can_deploy = Resource::new(
+    let can_deploy = load(
         move || id.get(),
         move |id| async move {
             let env = get_pipeline_summary(id).await?.environment_id;
@@ -90,7 +98,7 @@ pub fn PipelinePage() -> impl IntoView {
             refresh=Signal::derive(move || changes.get().0)/>
         <Loaded resource=detail loading="Loading pipeline..." let:d>
             <PipelineHeader d=d.clone()/>
-            <RolloutView d=d.clone() actions shown diff=release_changes/>
+            <RolloutView d=d.clone() actions shown diff=release_changes series/>
         </Loaded>
         <NodesTable detail shown/>
         <Loaded resource=can_deploy hide_loading=true hide_errors=true let:can>
@@ -165,7 +173,7 @@ fn Versions(d: PipelineDetail) -> impl IntoView {
 
 /// The diff between two chosen versions (the two newest until one is picked).
 #[component]
-fn DiffPanel(diff: DiffChoice, lines: Resource<Result<DiffView, ServerFnError>>) -> impl IntoView {
+fn DiffPanel(diff: DiffChoice, lines: Loads<DiffView>) -> impl IntoView {
     view! {
         <Loaded resource=lines hide_loading=true let:dv>
             <DiffCard dv diff/>

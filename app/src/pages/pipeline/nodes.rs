@@ -1,6 +1,7 @@
 //! The pipeline's nodes, a page at a time: what each is served and runs, filtered by name,
 //! label, status and the stage that added it. Stage cards open it filtered to their stage.
 
+use crate::components::Loads;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use vf_rules::NodeStatus;
@@ -32,7 +33,7 @@ impl NodesShown {
 #[component]
 pub fn NodesTable(
     /// The pipeline, with the page of nodes `shown` asks for.
-    detail: Resource<Result<PipelineDetail, ServerFnError>>,
+    detail: Loads<PipelineDetail>,
     shown: RwSignal<NodesShown>,
 ) -> impl IntoView {
     view! {

@@ -3,6 +3,7 @@
 
 mod tokens;
 
+use crate::components::{load, Loads};
 use leptos::prelude::*;
 
 use crate::api::accounts::{
@@ -35,7 +36,7 @@ fn environment_options(envs: &[EnvironmentView]) -> impl IntoView {
     view! { <option value="*" selected>"All environments"</option> {each} }
 }
 
-type Environments = Resource<Result<Vec<EnvironmentView>, ServerFnError>>;
+type Environments = Loads<Vec<EnvironmentView>>;
 
 #[derive(Clone, Copy)]
 struct UserActions {
@@ -54,8 +55,8 @@ pub fn UsersPage() -> impl IntoView {
         grants: ServerAction::new(),
         password: ServerAction::new(),
     };
-    let envs: Environments = Resource::new(|| (), |_| list_environments());
-    let users = Resource::new(
+    let envs: Environments = load(|| (), |_| list_environments());
+    let users = load(
         move || {
             (
                 create.version().get(),

@@ -1,6 +1,7 @@
 //! The API tokens section of `/users`: tokens listed by prefix, a form that mints one and
 //! shows it once, and revocation.
 
+use crate::components::load;
 use leptos::prelude::*;
 
 use super::{environment_label, environment_options, Environments};
@@ -13,7 +14,7 @@ use crate::types::{format_time, EnvironmentView};
 pub fn ApiTokens(envs: Environments) -> impl IntoView {
     let create = ServerAction::<CreateApiToken>::new();
     let revoke = ServerAction::<RevokeApiToken>::new();
-    let tokens = Resource::new(
+    let tokens = load(
         move || (create.version().get(), revoke.version().get()),
         // Each token with the name of its environment.
         move |_| async move {

@@ -4,6 +4,7 @@
 //! on every change (`field_errors`) and previewed by the server with `vf_rules` selection
 //! (`crate::preview`, `release.preview`). The views only bind controls to edits of that data.
 
+use crate::components::Loads;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -91,7 +92,7 @@ fn reserve_release_id(slot: RwSignal<ReleaseId>) {
 pub fn DeployForm(
     id: Memo<String>,
     deploy: ServerAction<DeployPipeline>,
-    detail: Resource<Result<PipelineDetail, ServerFnError>>,
+    detail: Loads<PipelineDetail>,
 ) -> impl IntoView {
     let create = ServerAction::<CreateCanary>::new();
     // A staged rollout by default: deploying to everyone at once is a deliberate choice.

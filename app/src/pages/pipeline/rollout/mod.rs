@@ -6,15 +6,19 @@ mod checks;
 mod countdown;
 mod gates;
 
+use crate::components::Loads;
 use leptos::prelude::*;
 
+use super::chart::{error_limit, StageChart};
 use super::nodes::NodesShown;
 use crate::api::error_text;
 use crate::api::releases::{
     AdvanceRelease, BroadenRelease, CompleteRelease, PauseRelease, ResumeRelease, RollbackRelease,
 };
 use crate::components::{ErrorBox, Loaded, Status, StatusBadge};
-use crate::types::{plural, DiffView, NodeCounts, PipelineDetail, ReleaseView, WaitingNodes};
+use crate::types::{
+    plural, DiffView, NodeCounts, PipelineDetail, ReleaseCharts, ReleaseView, WaitingNodes,
+};
 use checks::{LiveChecks, RefusedAttempts};
 use countdown::{format_remaining, timing_text, Countdown};
 pub use gates::GateEvaluations;
@@ -145,7 +149,9 @@ pub fn RolloutView(
     actions: RolloutActions,
     shown: RwSignal<NodesShown>,
     /// What the release changes (created with the page, so hydration agrees on it).
-    diff: Resource<Result<Option<DiffView>, ServerFnError>>,
+    diff: Loads<Option<DiffView>>,
+    /// The latest release's per-stage series (created with the page, like `diff`).
+    series: Loads<Option<ReleaseCharts>>,
 ) -> impl IntoView {
     let Some(r) = d.release.clone() else {
         return view! { <p class="empty">"No release yet. Start a canary or a progressive rollout from the deploy dialog below."</p> }.into_any();
@@ -207,7 +213,7 @@ pub fn RolloutView(
             </Loaded>
             <Notes notes=r.notes.clone()/>
             <ol class="stages" data-testid="stages">
-                {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown/> }).collect_view()}
+                {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown series/> }).collect_view()}
             </ol>
             {in_flight.then(|| view! { <Waiting waiting r=r.clone()/> })}
         </section>
@@ -372,7 +378,14 @@ fn health_window_left(r: &ReleaseView) -> Option<i64> {
 }
 
 #[component]
-fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl IntoView {
+fn StageCard(
+    r: ReleaseView,
+    index: usize,
+    shown: RwSignal<NodesShown>,
+    series: Loads<Option<ReleaseCharts>>,
+) -> impl IntoView {
+    let release_id = r.id.clone();
+    let max_error_percent = error_limit(r.plan.as_ref(), index);
     let state = stage_state(&r, index);
     let stage = r.stages.get(index).cloned();
     let planned = r.plan.as_ref().and_then(|p| p.stage(index));
@@ -401,6 +414,14 @@ fn StageCard(r: ReleaseView, index: usize, shown: RwSignal<NodesShown>) -> impl 
                     })}
                 </p>
                 {(s.counts.total > 0).then(|| view! { <StageCounts counts=s.counts.clone()/> })}
+                <Loaded resource=series hide_loading=true hide_errors=true let:charts>
+                    {charts
+                        .filter(|c| c.release_id == release_id)
+                        .map(|c| {
+                            let points = c.stages.into_iter().find(|x| x.index == index as i64).map(|x| x.points).unwrap_or_default();
+                            view! { <StageChart points max_error_percent/> }
+                        })}
+                </Loaded>
                 <LiveChecks gates=planned_gates.clone() checks=s.checks.clone() baking/>
                 <GateEvaluations evaluations=s.evaluations.clone()/>
                 <RefusedAttempts attempts=s.refused.clone()/>
