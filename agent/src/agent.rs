@@ -10,7 +10,11 @@ use std::{
 };
 
 use futures::future::{select_all, FutureExt};
-use vf_protocol::{ConfigResponse, EnrollRequest, Heartbeat, PipelineReport};
+use std::sync::atomic::Ordering;
+
+use vf_protocol::{
+    AgentHealth, ConfigResponse, EnrollRequest, Heartbeat, PipelineReport, PushMessage,
+};
 
 use crate::{
     backoff::Backoff,
@@ -20,6 +24,7 @@ use crate::{
     identity::Identity,
     last_good::LastGoodConfigs,
     options::AgentOptions,
+    push::PushFeed,
     reconcile,
     runner::RunMode,
     sim_counters::SimSettings,
@@ -67,6 +72,10 @@ pub struct Agent {
     departed: Vec<PipelineReport>,
     etag: Option<String>,
     last_config: Option<ConfigResponse>,
+    /// The push stream, once a config named one (`run` only).
+    push: Option<PushFeed>,
+    /// The `agentHealth` the server last acknowledged.
+    health_sent: Option<AgentHealth>,
 }
 
 impl Agent {
@@ -102,6 +111,8 @@ impl Agent {
             departed: Vec::new(),
             etag: None,
             last_config: None,
+            push: None,
+            health_sent: None,
         })
     }
 
@@ -164,6 +175,9 @@ impl Agent {
             .poll_config(&self.identity.node_token, &heartbeat, self.etag.as_deref())
             .await?;
         self.departed.clear();
+        if heartbeat.agent_health.is_some() {
+            self.health_sent = heartbeat.agent_health;
+        }
         match answer {
             ConfigPoll::NotModified => Ok(PollOutcome::NotModified),
             ConfigPoll::Changed { config, etag } => {
@@ -182,6 +196,9 @@ impl Agent {
             .heartbeat(&self.identity.node_token, &heartbeat)
             .await?;
         self.departed.clear();
+        if heartbeat.agent_health.is_some() {
+            self.health_sent = heartbeat.agent_health;
+        }
         Ok(())
     }
 
@@ -245,24 +262,48 @@ impl Agent {
     }
 
     /// Sleeps until `until`, supervising pipelines whenever a process ends or a restart or
-    /// health check falls due. Returns false when `shutdown` resolved.
+    /// health check falls due, and ends early when the push stream says the config changed.
+    /// Returns false when `shutdown` resolved.
     async fn supervise_until(
         &mut self,
         until: Instant,
         mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
     ) -> bool {
-        loop {
+        // Out of `self` while waiting, so the wait can also borrow `self`.
+        let mut push = self.push.take();
+        let awake = loop {
             let now = Instant::now();
             self.supervise(now).await;
             if now >= until {
-                return true;
+                break true;
             }
             let wake = self.next_supervision().map_or(until, |due| due.min(until));
             tokio::select! {
-                () = &mut shutdown => return false,
+                () = &mut shutdown => break false,
                 () = tokio::time::sleep_until(wake.into()) => {}
                 () = self.any_exit() => {}
+                message = next_push(&mut push) => match message {
+                    Some(PushMessage::ConfigChanged { pipeline_id, reason }) => {
+                        tracing::debug!(node_id = %self.node_id(), %pipeline_id, %reason, "push: config changed; polling now");
+                        break true;
+                    }
+                    Some(other) => tracing::debug!(node_id = %self.node_id(), "push: {other:?} not acted on"),
+                    // The feed's task ended: poll on the interval alone until a config names it again.
+                    None => push = None,
+                },
             }
+        };
+        self.push = push;
+        awake
+    }
+
+    /// Opens the push stream the last config named, when pushing is on and none is open.
+    fn open_push(&mut self) {
+        if !self.options.push || self.push.is_some() {
+            return;
+        }
+        if let Some(url) = self.last_config.as_ref().and_then(|c| c.push_url.clone()) {
+            self.push = Some(PushFeed::spawn(url, self.identity.node_token.clone()));
         }
     }
 
@@ -280,6 +321,7 @@ impl Agent {
             let delay = match result {
                 Ok(_) => {
                     backoff.reset();
+                    self.open_push();
                     self.poll_interval()
                 }
                 Err(error) => {
@@ -299,6 +341,7 @@ impl Agent {
                 break;
             }
         }
+        self.push = None;
         tracing::info!(node_id = %self.node_id(), "shutting down; stopping pipelines");
         self.stop_all().await;
     }
@@ -309,12 +352,29 @@ impl Agent {
             slot.on_heartbeat();
             pipelines.extend(slot.report());
         }
+        let running = pipelines.iter().filter(|p| p.status == "RUNNING").count() as i64;
+        let health = AgentHealth {
+            push_connected: self
+                .push
+                .as_ref()
+                .map(|p| p.health.connected.load(Ordering::Relaxed)),
+            push_reconnects_total: self
+                .push
+                .as_ref()
+                .map(|p| p.health.reconnects.load(Ordering::Relaxed)),
+            pipelines_running: Some(running),
+            ..AgentHealth::default()
+        };
+        // Sent when it changed: a heartbeat carrying it is written before it is answered.
+        let agent_health = (self.health_sent.as_ref() != Some(&health)).then_some(health);
         Heartbeat {
             pipelines,
             agent_version: Some(self.options.agent_version.clone()),
             vector_version: None,
             labels: (!self.options.labels.is_empty()).then(|| self.options.labels.clone()),
             host_metrics: None,
+            agent_health,
+            ..Heartbeat::default()
         }
     }
 
@@ -426,4 +486,12 @@ async fn enroll(client: &ServerClient, options: &AgentOptions) -> Result<Identit
         "enrolled"
     );
     Ok(identity)
+}
+
+/// The next push message; never, when there is no feed.
+async fn next_push(push: &mut Option<PushFeed>) -> Option<PushMessage> {
+    match push {
+        Some(feed) => feed.messages.recv().await,
+        None => std::future::pending().await,
+    }
 }

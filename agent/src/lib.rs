@@ -16,6 +16,7 @@ mod identity;
 mod last_good;
 mod options;
 mod process;
+pub mod push;
 mod reconcile;
 mod runner;
 mod sim_counters;

@@ -37,6 +37,9 @@ struct Cli {
     /// Hostname reported at enrollment (default: this machine's).
     #[arg(long, env = "VF_AGENT_HOSTNAME")]
     hostname: Option<String>,
+    /// Do not hold the server's push stream open; changes arrive at the next poll.
+    #[arg(long, env = "VF_AGENT_NO_PUSH")]
+    no_push: bool,
     /// Command run per pipeline; {config} becomes the pipeline's YAML path.
     #[arg(long, env = "VF_AGENT_COMMAND", value_parser = parse_command,
           conflicts_with = "simulate")]
@@ -212,6 +215,7 @@ async fn main() -> anyhow::Result<()> {
         labels,
         command: cli.command,
         poll_interval_override: cli.poll_interval_ms.map(Duration::from_millis),
+        push: !cli.no_push,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
         crash_policy: CrashPolicy {
             limit: cli.crash_limit,

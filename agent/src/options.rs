@@ -20,6 +20,9 @@ pub struct AgentOptions {
     pub command: Option<String>,
     /// Overrides the server's `pollIntervalMs` (tests, load generation).
     pub poll_interval_override: Option<Duration>,
+    /// Holds the push stream the config names (`pushUrl`) open and polls as soon as it says
+    /// the config changed.
+    pub push: bool,
     pub agent_version: String,
     /// When a version counts as healthy and how many failed exits make the agent go back to
     /// the last healthy one; only used with `command`.
@@ -36,6 +39,7 @@ impl Default for AgentOptions {
             labels: BTreeMap::new(),
             command: None,
             poll_interval_override: None,
+            push: true,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
             crash_policy: CrashPolicy::default(),
         }

@@ -178,6 +178,8 @@ impl NodeConfig {
             pipelines,
             poll_interval_ms: self.poll_interval_ms,
             secret_backend: SECRET_BACKEND.into(),
+            push_url: None,
+            sample_requests: Vec::new(),
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct Control {
     pub login_limiter: Arc<crate::accounts::limiter::LoginLimiter>,
     /// Targeted sets by release row version, and version bodies, for the config paths.
     pub delivery: Arc<crate::delivery::DeliveryCache>,
+    /// The agents holding a push stream open on this server.
+    pub push: Arc<crate::push::PushHub>,
 }
 
 impl Control {
@@ -54,6 +56,7 @@ impl Control {
             http: reqwest::Client::new(),
             login_limiter: Arc::default(),
             delivery: Arc::default(),
+            push: Arc::default(),
         }
     }
 

@@ -48,6 +48,8 @@ pub struct Config {
     pub scheduler_interval_ms: Option<u64>,
     /// How often polls' last-seen times are written; `None` (0): only on shutdown.
     pub last_seen_flush_ms: Option<u64>,
+    /// How often the push watcher reads the fleet generation (`VF_PUSH_CHECK_MS`).
+    pub push_check_ms: u64,
     pub prometheus: Option<PromSettings>,
     /// `VF_CONFIG_VALIDATE_COMMAND` (+ `VF_CONFIG_VALIDATE_TIMEOUT_MS`).
     pub config_validator: Option<ConfigValidator>,
@@ -234,6 +236,8 @@ impl Config {
             0,
             60_000,
         )?;
+        let push_check_ms =
+            parse_int("VF_PUSH_CHECK_MS", get("VF_PUSH_CHECK_MS"), 250, 10, 60_000)? as u64;
         let prometheus = match get("VF_PROMETHEUS_URL") {
             None => None,
             Some(url) => {
@@ -353,6 +357,7 @@ impl Config {
             scheduler_interval_ms: (scheduler_interval_ms > 0)
                 .then_some(scheduler_interval_ms as u64),
             last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
+            push_check_ms,
             db_max_connections,
             prometheus,
             config_validator,

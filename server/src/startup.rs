@@ -39,6 +39,7 @@ pub struct Application {
     router: Router,
     scheduler_interval: Option<Duration>,
     last_seen_flush: Option<Duration>,
+    push_check: Duration,
     pub addr: SocketAddr,
     pub control: Control,
     /// Held while serving: one server process per SQLite file
@@ -109,6 +110,7 @@ pub async fn build_with_clock(
         router,
         scheduler_interval: config.scheduler_interval_ms.map(Duration::from_millis),
         last_seen_flush: config.last_seen_flush_ms.map(Duration::from_millis),
+        push_check: Duration::from_millis(config.push_check_ms),
         addr,
         control,
         _sqlite_lock: sqlite_lock,
@@ -215,6 +217,7 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
             config,
             "5",
         ))
+        .merge(routes::agent::push_router())
         .merge(routes::opamp::router(config, &state))
         // Unknown protocol paths answer 404 without the sign-in wall.
         .route(
@@ -351,6 +354,7 @@ impl Application {
     ) -> anyhow::Result<()> {
         tracing::info!(addr = %self.addr, "listening");
         let (stop_scheduler, stopped) = tokio::sync::watch::channel(false);
+        let stopped_push = stopped.clone();
         let scheduler = self.scheduler_interval.map(|every| {
             tokio::spawn(crate::scheduler::run(
                 self.control.clone(),
@@ -365,6 +369,12 @@ impl Application {
                 stopped,
             ))
         });
+        // Agents' push streams hear of changes; they end when the server stops.
+        let pusher = tokio::spawn(vf_control::push::watch(
+            self.control.clone(),
+            self.push_check,
+            stopped_push,
+        ));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(
             self.listener,
@@ -394,6 +404,7 @@ impl Application {
         if let Some(flusher) = flusher {
             let _ = flusher.await;
         }
+        let _ = pusher.await;
         // Every request has been answered: what they recorded in memory is written now.
         self.control.db.heartbeats.settled().await;
         crate::scheduler::flush_once(&self.control).await;

@@ -227,6 +227,8 @@ fn answer_config(fleet: &mut Fleet, headers: &HeaderMap, report: Heartbeat) -> R
         pipelines,
         poll_interval_ms: fleet.poll_interval_ms,
         secret_backend: "BUILTIN".to_string(),
+        push_url: None,
+        sample_requests: Vec::new(),
     };
     let etag = format!("\"{}\"", sha256_hex(&serde_json::to_string(&body).unwrap()));
     let unchanged = headers

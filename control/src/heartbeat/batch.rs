@@ -59,6 +59,9 @@ pub(super) struct Facts {
     pub vector_version: Option<String>,
     pub labels: Option<String>,
     pub host_metrics: Option<String>,
+    /// What the agent said of itself (JSON: agentHealth, deploymentMode, runningAs,
+    /// updateError).
+    pub agent_report: Option<String>,
 }
 
 struct Job {
@@ -251,14 +254,16 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 agent_version = COALESCE($2, agent_version),
                 vector_version = COALESCE($3, vector_version),
                 reported_labels = COALESCE($4, reported_labels),
-                host_metrics = COALESCE($5, host_metrics)
-             WHERE id = $6",
+                host_metrics = COALESCE($5, host_metrics),
+                agent_report = COALESCE($6, agent_report)
+             WHERE id = $7",
         )
         .bind(h.now)
         .bind(&facts.agent_version)
         .bind(&facts.vector_version)
         .bind(&facts.labels)
         .bind(&facts.host_metrics)
+        .bind(&facts.agent_report)
         .bind(&h.node_id)
         .execute(&mut *tx)
         .await?;

@@ -217,6 +217,40 @@ impl Report {
     }
 }
 
+/// What an agent says of itself, as stored (JSON), or `None` when the heartbeat says none
+/// of it.
+fn agent_report(
+    health: Option<vf_protocol::AgentHealth>,
+    deployment_mode: Option<String>,
+    running_as: Option<String>,
+    update_error: Option<String>,
+) -> Result<Option<String>> {
+    let deployment_mode = crate::agent::optional_text("deploymentMode", deployment_mode, 100)?;
+    let running_as = crate::agent::optional_text("runningAs", running_as, 100)?;
+    let update_error = update_error.map(|e| {
+        storable(&e)
+            .chars()
+            .take(MAX_REASON_CHARS)
+            .collect::<String>()
+    });
+    if health.is_none()
+        && deployment_mode.is_none()
+        && running_as.is_none()
+        && update_error.is_none()
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        serde_json::json!({
+            "agentHealth": health,
+            "deploymentMode": deployment_mode,
+            "runningAs": running_as,
+            "updateError": update_error,
+        })
+        .to_string(),
+    ))
+}
+
 /// Records a heartbeat: node facts, then each report for a pipeline of the node's
 /// environment (reports for unknown pipelines are ignored), in one transaction shared with
 /// the heartbeats arriving at the same time. Returns once it is checked and queued, or
@@ -243,6 +277,12 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
         .map(|(i, r)| Report::check(i, r))
         .collect::<Result<Vec<_>>>()?;
     let host_metrics = hb.host_metrics.map(|v| v.to_string());
+    let agent_report = agent_report(
+        hb.agent_health,
+        hb.deployment_mode,
+        hb.running_as,
+        hb.update_error,
+    )?;
 
     // Most heartbeats repeat the node's facts: then only the time changes, and that is
     // kept in memory like a poll's (`LastSeen`) instead of written here.
@@ -250,13 +290,15 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     let facts_changed = changes(&agent_version, &node.agent_version)
         || changes(&vector_version, &node.vector_version)
         || changes(&labels, &Some(node.reported_labels.clone()))
-        || host_metrics.is_some();
+        || host_metrics.is_some()
+        || agent_report.is_some();
     let facts = if facts_changed {
         Some(Facts {
             agent_version,
             vector_version,
             labels,
             host_metrics,
+            agent_report,
         })
     } else {
         db.last_seen.record(&node.id, now);

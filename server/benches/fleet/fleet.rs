@@ -149,6 +149,14 @@ impl Fleet {
             .expect("the release reads");
     }
 
+    /// The operator's "Roll back".
+    pub async fn rollback(&self, release_id: &str) {
+        releases::act(&self.control, &actor(), release_id, Action::Rollback)
+            .await
+            .unwrap()
+            .expect("the release reads");
+    }
+
     /// Each token's current ETag.
     pub async fn etags(&self, tokens: &[String]) -> Vec<String> {
         let mut conn = Conn::open(self.addr).await;

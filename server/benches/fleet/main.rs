@@ -7,12 +7,14 @@
 //! Knobs (environment): `BENCH_NODES` (10000), `BENCH_BIG_NODES` (100000), `BENCH_SECS`
 //! per run (5), `BENCH_CONNECTIONS` (32), `BENCH_DUE_RELEASES` (1000), `BENCH_OUT`
 //! (docs/benchmarks.md), `VF_TEST_POSTGRES_URL` (the PostgreSQL rows; skipped without it),
-//! `BENCH_ONLY` (`polls`, `fleet` or `scheduler`: one part, e.g. to profile it).
+//! `BENCH_PUSH_AGENTS` (1000) and `BENCH_PUSH_POLL_SECS` (30) for the push rows, `BENCH_ONLY`
+//! (`polls`, `fleet`, `scheduler` or `push`: one part, e.g. to profile it).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fleet;
 mod load;
+mod push;
 mod report;
 
 use std::sync::Arc;
@@ -74,6 +76,9 @@ async fn main() {
     }
     if runs("scheduler") {
         scheduler(&knobs, &mut report).await;
+    }
+    if runs("push") {
+        rollback_reach(&mut report).await;
     }
 
     let out = std::env::var("BENCH_OUT").unwrap_or_else(|_| {
@@ -265,4 +270,28 @@ async fn scheduler(knobs: &Knobs, report: &mut Report) {
             elapsed,
         ),
     );
+}
+
+/// How long a rollback takes to reach every agent, with and without the push stream: the
+/// median of 3 runs each.
+async fn rollback_reach(report: &mut Report) {
+    let agents = knob("BENCH_PUSH_AGENTS", 1_000);
+    let every = Duration::from_secs(knob("BENCH_PUSH_POLL_SECS", 30) as u64);
+    let section = format!(
+        "Rollback reach, {agents} agents polling every {} s, SQLite",
+        every.as_secs()
+    );
+    for push in [true, false] {
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            runs.push(push::rollback_reach(agents, every, push).await);
+        }
+        runs.sort();
+        let name = if push {
+            "until every agent fetched the reverted version, with push"
+        } else {
+            "the same, polling only (baseline)"
+        };
+        report.row(&section, Row::timed(name, runs[1]));
+    }
 }

@@ -131,7 +131,7 @@ impl Report {
 }
 
 const TARGETS: &str = "
-## Targets (issue 12)
+## Targets
 
 | what | target |
 |---|---|
@@ -143,6 +143,7 @@ const TARGETS: &str = "
 | `pipeline.get` and the pipeline page at 100,000 nodes | < 300 ms and < 1 MB |
 | server RSS at 100,000 nodes | < 300 MB |
 | one scheduler tick, 1,000 releases due | < 2 s |
+| a rollback reaching 1,000 agents polling every 30 s, with push (issue 15) | < 1 s |
 ";
 
 fn machine() -> String {

@@ -1,30 +1,50 @@
 //! The vf-agent protocol (SPEC section 4): enroll, config (GET, or POST carrying a
-//! heartbeat), heartbeat. Thin: authenticate (the [`AgentNode`] extractor), parse, call
-//! `vf-control`, answer.
+//! heartbeat), heartbeat, the push stream, and what agents ship besides heartbeats (logs,
+//! sample answers, tap events). Thin: authenticate (the [`AgentNode`] extractor), parse,
+//! call `vf-control`, answer.
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use vf_control::delivery::KnownNode;
 use vf_control::fleet;
-use vf_control::{agent, heartbeat};
+use vf_control::{agent, channel, heartbeat, push};
 use vf_protocol::{
-    EnrollRequest, Heartbeat, HeartbeatAck, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH,
+    EnrollRequest, Heartbeat, HeartbeatAck, PipelineLogs, PushMessage, SampleResults, TapEvents,
+    CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH, LOGS_PATH, PUSH_PATH, SAMPLES_PATH, TAP_EVENTS_PATH,
 };
 
 use crate::error::ApiError;
 use crate::extract::AgentNode;
 use crate::state::AppState;
 
+/// The request-and-answer routes (behind the agent routes' body limit and admission).
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(ENROLL_PATH, post(enroll))
         .route(CONFIG_PATH, post(config_post).get(config_get))
         .route(HEARTBEAT_PATH, post(heartbeat_post))
+        .route(LOGS_PATH, post(logs_post))
+        .route(SAMPLES_PATH, post(samples_post))
+        .route(TAP_EVENTS_PATH, post(tap_events_post))
+}
+
+/// The push stream: open for as long as the agent stays, so it holds no admission slot.
+pub fn push_router() -> Router<AppState> {
+    Router::new().route(PUSH_PATH, get(push_stream))
+}
+
+/// Under this, an idle stream gets a `: keepalive` comment (the contract says at least
+/// every 25 s; proxies commonly drop a connection idle for 30 to 60 s).
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+fn ok() -> Response {
+    Json(HeartbeatAck { ok: true }).into_response()
 }
 
 /// Parses a JSON body; errors name the offending field (`pipelines[0].version: ...`).
@@ -79,6 +99,11 @@ async fn serve_config(
     let ctl = &state.control;
     let now = ctl.now();
     let interval = ctl.settings.poll_interval_ms;
+    let mut hb = hb;
+    let samples = hb.as_mut().and_then(|hb| hb.sample_results.take());
+    if let Some(samples) = &samples {
+        channel::check_samples("sampleResults", samples)?;
+    }
     let config = match hb {
         Some(hb) if hb.labels.is_some() => {
             heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?;
@@ -96,6 +121,9 @@ async fn serve_config(
             agent::config_for(ctl, known, interval).await?
         }
     };
+    if let Some(samples) = samples {
+        channel::record_samples(&ctl.db, &known.node.id, "sampleResults", &samples, now).await?;
+    }
     for kind in config.kinds() {
         state.metrics.served(kind);
     }
@@ -107,7 +135,24 @@ async fn serve_config(
     if unchanged {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response());
     }
-    Ok(([(header::ETAG, etag)], Json(config.document())).into_response())
+    let mut document = config.document();
+    document.push_url = Some(push_url(state, headers));
+    Ok(([(header::ETAG, etag)], Json(document)).into_response())
+}
+
+/// Where agents open the push stream: under `VF_PUBLIC_URL` when set, else the host and
+/// scheme this request came to (`X-Forwarded-Proto` when a proxy says so).
+fn push_url(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(public) = &state.auth.public_origin {
+        return format!("{public}{PUSH_PATH}");
+    }
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text("host").unwrap_or("localhost");
+    let scheme = match text("x-forwarded-proto") {
+        Some("https") => "https",
+        _ => "http",
+    };
+    format!("{scheme}://{host}{PUSH_PATH}")
 }
 
 async fn heartbeat_post(
@@ -115,8 +160,88 @@ async fn heartbeat_post(
     AgentNode(node): AgentNode,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let hb: Heartbeat = parse_json(&body)?;
+    let mut hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
+    let samples = hb.sample_results.take();
+    if let Some(samples) = &samples {
+        channel::check_samples("sampleResults", samples)?;
+    }
     heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
-    Ok(Json(HeartbeatAck { ok: true }).into_response())
+    if let Some(samples) = samples {
+        channel::record_samples(&ctl.db, &node.node.id, "sampleResults", &samples, ctl.now())
+            .await?;
+    }
+    Ok(ok())
+}
+
+async fn logs_post(
+    State(state): State<AppState>,
+    AgentNode(node): AgentNode,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let batches: Vec<PipelineLogs> = parse_json(&body)?;
+    let ctl = &state.control;
+    channel::append_logs(&ctl.db, &node.node.id, &batches, ctl.now()).await?;
+    Ok(ok())
+}
+
+async fn samples_post(
+    State(state): State<AppState>,
+    AgentNode(node): AgentNode,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let samples: SampleResults = parse_json(&body)?;
+    let ctl = &state.control;
+    channel::record_samples(
+        &ctl.db,
+        &node.node.id,
+        "results",
+        &samples.results,
+        ctl.now(),
+    )
+    .await?;
+    Ok(ok())
+}
+
+async fn tap_events_post(
+    State(state): State<AppState>,
+    AgentNode(node): AgentNode,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let tap: TapEvents = parse_json(&body)?;
+    let ctl = &state.control;
+    channel::record_tap(&ctl.db, &node.node.id, &tap, ctl.now()).await?;
+    Ok(ok())
+}
+
+/// `text/event-stream` of [`PushMessage`]s for this node, until it goes away or the server
+/// stops. Registered with what the node is served right now, so the first message is the
+/// first change after the stream opened.
+async fn push_stream(
+    State(state): State<AppState>,
+    AgentNode(node): AgentNode,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let ctl = &state.control;
+    let token = crate::auth::bearer(&headers)
+        .ok_or(ApiError(vf_control::ControlError::Unauthorized))?
+        .to_owned();
+    let config = agent::config_for(ctl, &node, ctl.settings.poll_interval_ms).await?;
+    let connection = ctl
+        .push
+        .connect(node.node.id.clone(), token, push::served_set(&config));
+    let events = futures::stream::unfold(connection, |mut connection| async move {
+        let message = connection.messages.recv().await?;
+        Some((event(&message), connection))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive"))
+        .into_response())
+}
+
+/// `event: <type>` and `data: <the message as one JSON object>`.
+fn event(message: &PushMessage) -> Result<Event, std::convert::Infallible> {
+    let data = serde_json::to_value(message).unwrap_or_default();
+    let kind = data["type"].as_str().unwrap_or("message").to_owned();
+    Ok(Event::default().event(kind).data(data.to_string()))
 }

@@ -7,6 +7,7 @@
 mod access;
 mod accounts;
 mod admission;
+mod agent_channel;
 mod agent_protocol;
 mod bootstrap;
 mod config_checks;

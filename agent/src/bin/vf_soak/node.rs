@@ -176,6 +176,7 @@ fn heartbeat(fleet: &Fleet, node: &Node, kept: Option<Served>, since: Instant) -
         vector_version: None,
         labels: Some(node.labels.clone()),
         host_metrics: None,
+        ..Heartbeat::default()
     }
 }
 

@@ -1,0 +1,238 @@
+//! What agents send besides heartbeats: log lines, answers to sample requests and the
+//! events of live taps. Each is kept bounded in the database, so every replica shows the
+//! same, a chatty agent cannot fill the disk, and old entries go first.
+//!
+//! Sampled and tapped events are customer data: they are stored for the node page and never
+//! written to the server's log.
+
+use vf_protocol::{PipelineLogs, SampleResult, TapEvents};
+
+use crate::{ControlError, Db, Result};
+
+/// The newest lines kept per node and pipeline.
+pub const MAX_LOG_LINES: i64 = 1_000;
+/// A longer line is cut to this many bytes (at a character boundary).
+pub const MAX_LINE_BYTES: usize = 4 * 1024;
+/// The newest events kept per tap.
+pub const MAX_TAP_EVENTS: i64 = 500;
+/// At most this many events are kept of one component's sample.
+pub const MAX_SAMPLE_EVENTS: usize = 100;
+
+/// `line` without NULs (neither database stores them in text) and cut to [`MAX_LINE_BYTES`].
+pub fn storable_line(line: &str) -> String {
+    let line = line.replace('\0', "");
+    if line.len() <= MAX_LINE_BYTES {
+        return line;
+    }
+    let mut end = MAX_LINE_BYTES;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line[..end].to_owned()
+}
+
+fn required(field: String, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(ControlError::invalid(field, "must not be empty"));
+    }
+    Ok(())
+}
+
+/// Appends each pipeline's lines for `node_id` and drops all but the newest
+/// [`MAX_LOG_LINES`] per pipeline. Returns how many lines were kept.
+pub async fn append_logs(
+    db: &Db,
+    node_id: &str,
+    batches: &[PipelineLogs],
+    now: i64,
+) -> Result<usize> {
+    for (i, b) in batches.iter().enumerate() {
+        required(format!("[{i}].pipelineId"), &b.pipeline_id)?;
+    }
+    let mut tx = db.pool.begin().await?;
+    let mut kept = 0;
+    for b in batches.iter().filter(|b| !b.lines.is_empty()) {
+        // Only the newest lines can survive the trim: skip writing the rest.
+        let skip = b.lines.len().saturating_sub(MAX_LOG_LINES as usize);
+        for line in &b.lines[skip..] {
+            sqlx::query(
+                "INSERT INTO node_logs (node_id, pipeline_id, at, line) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(node_id)
+            .bind(&b.pipeline_id)
+            .bind(now)
+            .bind(storable_line(line))
+            .execute(&mut *tx)
+            .await?;
+            kept += 1;
+        }
+        sqlx::query(
+            "DELETE FROM node_logs WHERE node_id = $1 AND pipeline_id = $2 AND id <= (
+                SELECT id FROM node_logs WHERE node_id = $1 AND pipeline_id = $2
+                ORDER BY id DESC LIMIT 1 OFFSET $3)",
+        )
+        .bind(node_id)
+        .bind(&b.pipeline_id)
+        .bind(MAX_LOG_LINES)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(kept)
+}
+
+/// One stored log line.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct LogLine {
+    pub pipeline_id: String,
+    pub at: i64,
+    pub line: String,
+}
+
+/// The newest `limit` lines of `node_id` (of one pipeline, or all), oldest first.
+pub async fn recent_logs(
+    db: &Db,
+    node_id: &str,
+    pipeline_id: Option<&str>,
+    limit: i64,
+) -> Result<Vec<LogLine>> {
+    let mut lines: Vec<LogLine> = match pipeline_id {
+        Some(pipeline_id) => {
+            sqlx::query_as(
+                "SELECT pipeline_id, at, line FROM node_logs
+                 WHERE node_id = $1 AND pipeline_id = $2 ORDER BY id DESC LIMIT $3",
+            )
+            .bind(node_id)
+            .bind(pipeline_id)
+            .bind(limit)
+            .fetch_all(&db.read)
+            .await?
+        }
+        None => {
+            sqlx::query_as(
+                "SELECT pipeline_id, at, line FROM node_logs
+                 WHERE node_id = $1 ORDER BY id DESC LIMIT $2",
+            )
+            .bind(node_id)
+            .bind(limit)
+            .fetch_all(&db.read)
+            .await?
+        }
+    };
+    lines.reverse();
+    Ok(lines)
+}
+
+/// Stores answers to sample requests (from the samples route or a heartbeat's
+/// `sampleResults`; `field` names where they came from in errors). A repeated answer for
+/// the same request and component replaces the earlier one.
+pub async fn record_samples(
+    db: &Db,
+    node_id: &str,
+    field: &str,
+    results: &[SampleResult],
+    now: i64,
+) -> Result<()> {
+    check_samples(field, results)?;
+    let mut tx = db.pool.begin().await?;
+    for r in results {
+        let mut kept = r.clone();
+        if let Some(events) = kept.events.as_mut() {
+            events.truncate(MAX_SAMPLE_EVENTS);
+        }
+        sqlx::query(
+            "INSERT INTO sample_results (request_id, node_id, component_key, result, at)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (request_id, component_key) DO UPDATE SET
+                result = excluded.result, at = excluded.at",
+        )
+        .bind(&r.request_id)
+        .bind(node_id)
+        .bind(&r.component_key)
+        .bind(serde_json::to_string(&kept)?.replace('\0', ""))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Refuses answers without a request id or component key, naming the field.
+pub fn check_samples(field: &str, results: &[SampleResult]) -> Result<()> {
+    for (i, r) in results.iter().enumerate() {
+        required(format!("{field}[{i}].requestId"), &r.request_id)?;
+        required(format!("{field}[{i}].componentKey"), &r.component_key)?;
+    }
+    Ok(())
+}
+
+/// The answers `node_id` sent to `request_id`, per component.
+pub async fn sample_results(db: &Db, node_id: &str, request_id: &str) -> Result<Vec<SampleResult>> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT result FROM sample_results WHERE node_id = $1 AND request_id = $2
+         ORDER BY component_key",
+    )
+    .bind(node_id)
+    .bind(request_id)
+    .fetch_all(&db.read)
+    .await?;
+    rows.into_iter()
+        .map(|(json,)| Ok(serde_json::from_str(&json)?))
+        .collect()
+}
+
+/// Stores a tap's events (or its end, `status` and `reason`), keeping the newest
+/// [`MAX_TAP_EVENTS`] of the tap.
+pub async fn record_tap(db: &Db, node_id: &str, tap: &TapEvents, now: i64) -> Result<()> {
+    required("requestId".into(), &tap.request_id)?;
+    required("pipelineId".into(), &tap.pipeline_id)?;
+    required("componentId".into(), &tap.component_id)?;
+    let mut tx = db.pool.begin().await?;
+    let events = tap.events.as_deref().unwrap_or_default();
+    let skip = events.len().saturating_sub(MAX_TAP_EVENTS as usize);
+    let mut bodies: Vec<serde_json::Value> = events[skip..].to_vec();
+    if tap.status.is_some() || tap.reason.is_some() {
+        bodies.push(serde_json::json!({ "status": tap.status, "reason": tap.reason }));
+    }
+    for body in bodies {
+        sqlx::query(
+            "INSERT INTO tap_events (request_id, node_id, pipeline_id, component_id, body, at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&tap.request_id)
+        .bind(node_id)
+        .bind(&tap.pipeline_id)
+        .bind(&tap.component_id)
+        .bind(body.to_string().replace('\0', ""))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    sqlx::query(
+        "DELETE FROM tap_events WHERE request_id = $1 AND id <= (
+            SELECT id FROM tap_events WHERE request_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+    )
+    .bind(&tap.request_id)
+    .bind(MAX_TAP_EVENTS)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_at_4_kib_on_a_character_boundary() {
+        assert_eq!(storable_line("short"), "short");
+        assert_eq!(storable_line("a\0b"), "ab");
+        let long = "é".repeat(3000); // 6000 bytes
+        let cut = storable_line(&long);
+        assert!(cut.len() <= MAX_LINE_BYTES);
+        assert!(cut.len() > MAX_LINE_BYTES - 2);
+        assert!(cut.chars().all(|c| c == 'é'));
+    }
+}
