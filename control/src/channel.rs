@@ -81,6 +81,40 @@ pub async fn append_logs(
     Ok(kept)
 }
 
+/// The lines heartbeats carry as `recentLogs` (at most the last 20 per pipeline), added to
+/// the store unless they are what it already ends with: an agent repeats a crashed
+/// process's last lines in every heartbeat until it runs again.
+pub async fn append_reported_logs(
+    db: &Db,
+    node_id: &str,
+    reports: &[PipelineLogs],
+    now: i64,
+) -> Result<()> {
+    for report in reports {
+        let lines: Vec<String> = report
+            .lines
+            .iter()
+            .rev()
+            .take(20)
+            .rev()
+            .map(|l| storable_line(l))
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let tail = recent_logs(db, node_id, Some(&report.pipeline_id), lines.len() as i64).await?;
+        if tail.iter().map(|l| &l.line).eq(lines.iter()) {
+            continue;
+        }
+        let batch = PipelineLogs {
+            pipeline_id: report.pipeline_id.clone(),
+            lines,
+        };
+        append_logs(db, node_id, &[batch], now).await?;
+    }
+    Ok(())
+}
+
 /// One stored log line.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct LogLine {

@@ -104,6 +104,7 @@ async fn serve_config(
     if let Some(samples) = &samples {
         channel::check_samples("sampleResults", samples)?;
     }
+    let reported = hb.as_ref().map(reported_logs).unwrap_or_default();
     let config = match hb {
         Some(hb) if hb.labels.is_some() => {
             heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?;
@@ -124,6 +125,7 @@ async fn serve_config(
     if let Some(samples) = samples {
         channel::record_samples(&ctl.db, &known.node.id, "sampleResults", &samples, now).await?;
     }
+    channel::append_reported_logs(&ctl.db, &known.node.id, &reported, now).await?;
     for kind in config.kinds() {
         state.metrics.served(kind);
     }
@@ -166,12 +168,27 @@ async fn heartbeat_post(
     if let Some(samples) = &samples {
         channel::check_samples("sampleResults", samples)?;
     }
+    let reported = reported_logs(&hb);
     heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
+    channel::append_reported_logs(&ctl.db, &node.node.id, &reported, ctl.now()).await?;
     if let Some(samples) = samples {
         channel::record_samples(&ctl.db, &node.node.id, "sampleResults", &samples, ctl.now())
             .await?;
     }
     Ok(ok())
+}
+
+/// Each report's `recentLogs`, for the log store.
+fn reported_logs(hb: &Heartbeat) -> Vec<PipelineLogs> {
+    hb.pipelines
+        .iter()
+        .filter_map(|r| {
+            Some(PipelineLogs {
+                pipeline_id: r.pipeline_id.clone(),
+                lines: r.recent_logs.clone()?,
+            })
+        })
+        .collect()
 }
 
 async fn logs_post(

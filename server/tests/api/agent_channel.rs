@@ -384,3 +384,34 @@ async fn a_running_agent_applies_a_new_version_at_once_through_push_and_one_with
     );
     let _ = stop.send(true);
 }
+
+#[tokio::test]
+async fn heartbeat_recent_logs_join_the_store_once_however_often_they_are_repeated() {
+    let app = TestApp::spawn().await;
+    let node = app.enroll("edge-1", &[]).await;
+    let token = Some(node.node_token.as_str());
+    let heartbeat = |lines: &[&str]| {
+        json!({"pipelines": [{"pipelineId": "p", "version": 1, "status": "CRASHED", "recentLogs": lines}]})
+            .to_string()
+    };
+    let crashed = ["error: sink out is unreachable", "exited with code 78"];
+    for _ in 0..3 {
+        let resp = post(&app, "/api/agent/heartbeat", token, heartbeat(&crashed)).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+    }
+    // The config route's heartbeat body counts the same.
+    let resp = post(&app, "/api/agent/config", token, heartbeat(&crashed)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let lines = |logs: Vec<channel::LogLine>| logs.into_iter().map(|l| l.line).collect::<Vec<_>>();
+    let stored = channel::recent_logs(&app.control.db, &node.node_id, Some("p"), 100)
+        .await
+        .unwrap();
+    assert_eq!(lines(stored), crashed, "repeated lines are kept once");
+
+    let again = ["error: sink out is unreachable", "exited with code 1"];
+    post(&app, "/api/agent/heartbeat", token, heartbeat(&again)).await;
+    let stored = channel::recent_logs(&app.control.db, &node.node_id, Some("p"), 100)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 4, "a new crash's lines are added");
+}
