@@ -90,6 +90,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/groups") view=GroupsPage/>
                     <Route path=path!("/pipelines") view=PipelinesPage/>
                     <Route path=path!("/pipelines/:id") view=PipelinePage/>
+                    <Route path=path!("/nodes/:id") view=pages::node::NodePage/>
                     <Route path=path!("/environments") view=EnvironmentsPage/>
                     <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
                     <Route path=path!("/audit") view=pages::audit::AuditPage/>

@@ -48,6 +48,51 @@ pub struct NodeView {
     pub pipelines: Vec<NodePipelineView>,
 }
 
+/// One node's page (`node.get`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeDetailView {
+    pub now: i64,
+    pub node: NodeView,
+    pub environment_id: String,
+    pub hostname: String,
+    pub os: Option<String>,
+    pub vector_version: Option<String>,
+    pub enrolled_at: i64,
+    pub last_seen_at: Option<i64>,
+    pub revoked: bool,
+    /// What the agent last reported of its host, as `(field path, value)` pairs.
+    pub host_metrics: Vec<(String, String)>,
+    /// What the agent last said of itself (`agentHealth`, `deploymentMode`, ...), likewise.
+    pub agent_health: Vec<(String, String)>,
+    /// The node's newest log lines, oldest first: `(pipeline name, unix ms, line)`.
+    pub logs: Vec<(String, i64, String)>,
+}
+
+/// A JSON document as readable `(path, value)` pairs, nested objects joined with dots
+/// (`memory.used_bytes`), `null`s left out, arrays and strings written as they are.
+pub fn flatten_json(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push((prefix.to_owned(), s.clone())),
+            other => out.push((prefix.to_owned(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out
+}
+
 /// One page of an environment's nodes (`fleet.nodes`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetView {
@@ -498,5 +543,25 @@ mod tests {
     fn ages_read_naturally() {
         assert_eq!(format_age(4_000), "4s ago");
         assert_eq!(format_age(180_000), "3m ago");
+    }
+}
+
+#[cfg(test)]
+mod flatten_tests {
+    use super::flatten_json;
+
+    #[test]
+    fn nested_fields_read_as_dotted_paths_without_nulls() {
+        let v = serde_json::json!({"agentHealth": {"pushConnected": true, "pollErrorsTotal": 2},
+            "runningAs": "vector", "updateError": null, "disks": [1, 2]});
+        assert_eq!(
+            flatten_json(&v),
+            vec![
+                ("agentHealth.pollErrorsTotal".to_string(), "2".to_string()),
+                ("agentHealth.pushConnected".to_string(), "true".to_string()),
+                ("disks".to_string(), "[1,2]".to_string()),
+                ("runningAs".to_string(), "vector".to_string()),
+            ]
+        );
     }
 }

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::types::{EnvironmentView, FleetView, GroupView, Labels, TokenView};
+use crate::types::{EnvironmentView, FleetView, GroupView, Labels, NodeDetailView, TokenView};
 #[cfg(feature = "ssr")]
 use crate::types::{NodePipelineView, NodeView};
 
@@ -158,6 +158,77 @@ pub async fn fleet_nodes(
                     .collect(),
             })
             .collect(),
+    })
+}
+
+/// One node's page: the fleet row, host metrics and agent health from its latest
+/// heartbeat, and its newest 200 log lines.
+#[server(endpoint = "node.get", input = Json)]
+pub async fn get_node(node_id: String) -> Result<NodeDetailView, ServerFnError> {
+    use super::server::*;
+    use vf_control::access::{Role, Target};
+    let (ctl, _) = authorize(Role::Viewer, Target::Node(&node_id)).await?;
+    let now = ctl.now();
+    let d = vf_control::fleet::node_detail(&ctl.db, &node_id, now)
+        .await
+        .map_err(fail)?;
+    let names: std::collections::HashMap<String, String> =
+        vf_control::pipelines::list_pipelines(&ctl.db, &d.view.node.environment_id)
+            .await
+            .map_err(fail)?
+            .into_iter()
+            .map(|p| (p.id, p.name))
+            .collect();
+    let name_of = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+    let json_fields = |text: &Option<String>| {
+        text.as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .map(|v| crate::types::flatten_json(&v))
+            .unwrap_or_default()
+    };
+    let logs = vf_control::channel::recent_logs(&ctl.db, &node_id, None, 200)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|l| (name_of(&l.pipeline_id), l.at, l.line))
+        .collect();
+    let n = &d.view.node;
+    Ok(NodeDetailView {
+        now,
+        environment_id: n.environment_id.clone(),
+        hostname: n.hostname.clone(),
+        os: n.os.clone(),
+        vector_version: n.vector_version.clone(),
+        enrolled_at: n.enrolled_at,
+        last_seen_at: n.last_seen_at,
+        revoked: n.revoked_at.is_some(),
+        host_metrics: json_fields(&d.host_metrics),
+        agent_health: json_fields(&d.agent_report),
+        logs,
+        node: NodeView {
+            id: n.id.clone(),
+            name: n.name.clone(),
+            kind: n.kind.clone(),
+            operator_labels: n.operator_labels(),
+            labels: d.view.labels.clone(),
+            status: d.view.status,
+            agent_version: n.agent_version.clone(),
+            last_seen_age_ms: n.last_seen_at.map(|t| now - t),
+            pipelines: d
+                .view
+                .pipelines
+                .iter()
+                .map(|p| NodePipelineView {
+                    pipeline_name: name_of(&p.pipeline_id),
+                    pipeline_id: p.pipeline_id.clone(),
+                    version: p.version,
+                    status: p.status.clone(),
+                    events_in: p.events_in,
+                    errors_total: p.errors_total,
+                    message: p.message.clone(),
+                })
+                .collect(),
+        },
     })
 }
 

@@ -215,7 +215,7 @@ fn NodeRow(n: NodeView, revoke: Option<ServerAction<RevokeNode>>) -> impl IntoVi
     view! {
         <tr data-node=n.name.clone()>
             <th scope="row">
-                <div>{n.name.clone()}</div>
+                <div><a href=format!("/nodes/{}", n.id)>{n.name.clone()}</a></div>
                 <div class="muted small">{n.kind.clone()}</div>
             </th>
             <td><StatusBadge status=n.status/></td>

@@ -6,6 +6,7 @@ pub mod edge_config;
 pub mod environments;
 pub mod fleet;
 pub mod groups;
+pub mod node;
 pub mod pipeline;
 pub mod pipelines;
 pub mod signin;

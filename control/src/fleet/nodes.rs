@@ -304,6 +304,50 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
         .collect())
 }
 
+/// One node as its own page shows it: the fleet view's row, and what its agent last said of
+/// the host and of itself (JSON as reported, `None` before any).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeDetail {
+    pub view: NodeView,
+    pub host_metrics: Option<String>,
+    pub agent_report: Option<String>,
+}
+
+/// The node `id` (revoked ones too: their page says so), as of `now`.
+pub async fn node_detail(db: &Db, id: &str, now: i64) -> Result<NodeDetail> {
+    db.heartbeats.settled().await;
+    let node = get_node(db, id).await?;
+    let mut pipelines: Vec<PipelineStatusRow> = sqlx::query_as(crate::sql!(
+        "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1 ORDER BY pipeline_id"
+    ))
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?;
+    pipelines.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
+    let (host_metrics, agent_report): (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT host_metrics, agent_report FROM nodes WHERE id = $1")
+            .bind(id)
+            .fetch_one(&db.pool)
+            .await?;
+    let status = node_status(
+        now,
+        node.last_seen_at,
+        node.is_disconnected(),
+        node.poll_interval_ms,
+        pipelines.iter().map(|p| (p.updated_at, p.status.as_str())),
+    );
+    Ok(NodeDetail {
+        view: NodeView {
+            labels: node.labels(),
+            status,
+            pipelines,
+            node,
+        },
+        host_metrics,
+        agent_report,
+    })
+}
+
 /// A node as one pipeline's views show it: who it is, its status, and its latest report of
 /// that pipeline.
 #[derive(Debug, Clone, PartialEq)]

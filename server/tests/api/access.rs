@@ -179,6 +179,13 @@ fn table() -> Vec<Row> {
         // --- fleet
         row(Fn("fleet.nodes"), Viewer, Environment, F::Nothing, env_body),
         row(
+            Fn("node.get"),
+            Viewer,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "node_id": fx.node }),
+        ),
+        row(
             Fn("fleet.node.labels"),
             Editor,
             Environment,

@@ -415,3 +415,61 @@ async fn heartbeat_recent_logs_join_the_store_once_however_often_they_are_repeat
         .unwrap();
     assert_eq!(stored.len(), 4, "a new crash's lines are added");
 }
+
+#[tokio::test]
+async fn a_nodes_page_shows_what_its_agent_reported_of_the_host_itself_and_its_logs() {
+    let app = TestApp::spawn().await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    app.deploy(&pipeline.id, "sources: {}\n").await;
+    let node = app.enroll("edge-1", &[("zone", "eu")]).await;
+    let token = Some(node.node_token.as_str());
+    let heartbeat = json!({
+        "pipelines": [{"pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": 42}],
+        "hostMetrics": {"memory": {"usedBytes": 1024}},
+        "agentHealth": {"pushConnected": true, "pollErrorsTotal": 0},
+        "runningAs": "vector",
+    });
+    assert_eq!(
+        post(&app, "/api/agent/heartbeat", token, heartbeat.to_string())
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let logs = json!([{"pipelineId": pipeline.id, "lines": ["started", "listening on :9000"]}]);
+    assert_eq!(
+        post(&app, "/api/agent/logs", token, logs.to_string())
+            .await
+            .status(),
+        StatusCode::OK
+    );
+
+    let page = app
+        .call_ok("node.get", json!({"node_id": node.node_id}))
+        .await;
+    assert_eq!(page["node"]["name"], "edge-1");
+    assert_eq!(page["node"]["labels"]["zone"], "eu");
+    assert_eq!(page["node"]["pipelines"][0]["pipeline_name"], "logs");
+    assert_eq!(page["node"]["pipelines"][0]["events_in"], 42);
+    assert_eq!(page["host_metrics"], json!([["memory.usedBytes", "1024"]]));
+    assert!(page["agent_health"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(["agentHealth.pushConnected", "true"])));
+    assert!(page["agent_health"]
+        .as_array()
+        .unwrap()
+        .contains(&json!(["runningAs", "vector"])));
+    let lines: Vec<&str> = page["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l[2].as_str().unwrap())
+        .collect();
+    assert_eq!(lines, ["started", "listening on :9000"]);
+    assert_eq!(page["logs"][0][0], "logs", "named by pipeline");
+
+    let (status, _) = app
+        .call("node.get", json!({"node_id": "no-such-node"}))
+        .await;
+    assert_eq!(status, 404);
+}

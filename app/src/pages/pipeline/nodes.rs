@@ -126,7 +126,7 @@ fn NodesPage(page: PipelineNodesPage, shown: RwSignal<NodesShown>) -> impl IntoV
                 };
                 view! {
                     <tr data-node=n.node_name.clone() data-running=running_attr>
-                        <th scope="row">{n.node_name.clone()}</th>
+                        <th scope="row"><a href=format!("/nodes/{}", n.node_id)>{n.node_name.clone()}</a></th>
                         <td><StatusBadge status=n.node_status/></td>
                         <td>{n.stage.map(|s| s.to_string()).unwrap_or_else(|| "-".into())}</td>
                         <td>{served}</td>

@@ -1,0 +1,40 @@
+import { test, expect } from '@playwright/test';
+import { appReady, callApi, createPipeline, signIn, startAgent, unique, AgentProcess } from './helpers';
+
+// Issue: the live agent channel. Every node has a page, linked from the fleet and the
+// pipeline views: who it is, what it runs, what its agent says of itself, its logs.
+test.describe('node page', () => {
+  let agent: AgentProcess | undefined;
+  test.afterEach(async () => {
+    await agent?.stop();
+    agent = undefined;
+  });
+
+  test('a simulated node opens from the fleet and shows what it runs and its agent health', async ({ page, request, baseURL }) => {
+    await signIn(page);
+    const run = unique('node');
+    const host = `${run}-a`;
+    agent = startAgent(baseURL!, ['--simulate', '1', '--hostname-template', host, '--label', `e2e-run=${run}`]);
+    const pipelineId = await createPipeline(page, run, 'nodepage');
+    await callApi(request, 'pipeline.deploy', { pipeline_id: pipelineId, config_yaml: 'sources: {}\n# node page\n', changelog: 'v1' });
+
+    await page.goto(`/?name=${host}`);
+    await appReady(page);
+    await page.getByRole('link', { name: host, exact: true }).click();
+    await expect(page).toHaveURL(/\/nodes\/[^/]+$/);
+    await appReady(page);
+    await expect(page.getByTestId('node-name')).toContainText(host);
+    await expect(page.getByTestId('node-facts')).toContainText(`e2e-run=${run}`);
+    // The page refreshes by itself until the agent reports the pipeline running.
+    const row = page.getByTestId('node-pipelines').locator('tr').filter({ hasText: 'v1' });
+    await expect(row).toContainText('Running', { timeout: 30_000 });
+    await expect(page.getByTestId('agent-health')).toContainText('agentHealth.pushConnected');
+    await expect(page.getByText('No host metrics reported.')).toBeVisible();
+    await page.screenshot({ path: 'test-results/screenshots/node-page.png', fullPage: true });
+
+    // The pipeline's nodes table links back to the node.
+    await row.getByRole('link').click();
+    await appReady(page);
+    await expect(page.getByTestId('pipeline-nodes').getByRole('link', { name: host })).toHaveAttribute('href', /\/nodes\//);
+  });
+});
