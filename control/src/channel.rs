@@ -7,6 +7,7 @@
 
 use vf_protocol::{PipelineLogs, SampleResult, TapEvents};
 
+use crate::heartbeat::{cut_bytes, storable, RECENT_LOG_LINES};
 use crate::{ControlError, Db, Result};
 
 /// The newest lines kept per node and pipeline.
@@ -20,15 +21,7 @@ pub const MAX_SAMPLE_EVENTS: usize = 100;
 
 /// `line` without NULs (neither database stores them in text) and cut to [`MAX_LINE_BYTES`].
 pub fn storable_line(line: &str) -> String {
-    let line = line.replace('\0', "");
-    if line.len() <= MAX_LINE_BYTES {
-        return line;
-    }
-    let mut end = MAX_LINE_BYTES;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    line[..end].to_owned()
+    cut_bytes(&storable(line), MAX_LINE_BYTES).to_owned()
 }
 
 fn required(field: String, value: &str) -> Result<()> {
@@ -81,7 +74,8 @@ pub async fn append_logs(
     Ok(kept)
 }
 
-/// The lines heartbeats carry as `recentLogs` (at most the last 20 per pipeline), added to
+/// The lines heartbeats carry as `recentLogs` (the last [`RECENT_LOG_LINES`] per pipeline, as
+/// the heartbeat keeps them), added to
 /// the store unless they are what it already ends with: an agent repeats a crashed
 /// process's last lines in every heartbeat until it runs again.
 pub async fn append_reported_logs(
@@ -95,7 +89,7 @@ pub async fn append_reported_logs(
             .lines
             .iter()
             .rev()
-            .take(20)
+            .take(RECENT_LOG_LINES)
             .rev()
             .map(|l| storable_line(l))
             .collect();

@@ -132,11 +132,6 @@ impl PushHub {
         self.lock().len()
     }
 
-    /// Whether `node_id` holds a stream open here.
-    pub fn is_connected(&self, node_id: &str) -> bool {
-        self.lock().values().any(|s| s.node_id == node_id)
-    }
-
     /// Sends `message` to every stream of `node_id`; false when it has none here.
     pub fn send_to(&self, node_id: &str, message: &PushMessage) -> bool {
         let mut sent = false;

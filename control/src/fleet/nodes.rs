@@ -287,21 +287,28 @@ pub async fn fleet(db: &Db, environment_id: &str, now: i64) -> Result<Vec<NodeVi
         .into_iter()
         .map(|node| {
             let pipelines = by_node.remove(&node.id).unwrap_or_default();
-            let status = node_status(
-                now,
-                node.last_seen_at,
-                node.is_disconnected(),
-                node.poll_interval_ms,
-                pipelines.iter().map(|p| (p.updated_at, p.status.as_str())),
-            );
-            NodeView {
-                labels: node.labels(),
-                status,
-                pipelines,
-                node,
-            }
+            NodeView::new(node, pipelines, now)
         })
         .collect())
+}
+
+impl NodeView {
+    /// `node` with its reports, its status derived as of `now`.
+    fn new(node: NodeRow, pipelines: Vec<PipelineStatusRow>, now: i64) -> NodeView {
+        let status = node_status(
+            now,
+            node.last_seen_at,
+            node.is_disconnected(),
+            node.poll_interval_ms,
+            pipelines.iter().map(|p| (p.updated_at, p.status.as_str())),
+        );
+        NodeView {
+            labels: node.labels(),
+            status,
+            pipelines,
+            node,
+        }
+    }
 }
 
 /// One node as its own page shows it: the fleet view's row, and what its agent last said of
@@ -313,38 +320,37 @@ pub struct NodeDetail {
     pub agent_report: Option<String>,
 }
 
-/// The node `id` (revoked ones too: their page says so), as of `now`.
+/// The node `id` (revoked ones too: their page says so), as of `now`: its row with what it
+/// reported of itself in one read, then its reports.
 pub async fn node_detail(db: &Db, id: &str, now: i64) -> Result<NodeDetail> {
+    #[derive(sqlx::FromRow)]
+    struct WithReports {
+        #[sqlx(flatten)]
+        node: NodeRow,
+        host_metrics: Option<String>,
+        agent_report: Option<String>,
+    }
     db.heartbeats.settled().await;
-    let node = get_node(db, id).await?;
+    let mut row = sqlx::query_as::<_, WithReports>(crate::sql!(
+        "SELECT {NODE_COLUMNS}, host_metrics, agent_report FROM nodes WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .ok_or_else(|| ControlError::NotFound(format!("node {id}")))?;
+    db.last_seen.overlay(std::slice::from_mut(&mut row.node));
     let mut pipelines: Vec<PipelineStatusRow> = sqlx::query_as(crate::sql!(
-        "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1 ORDER BY pipeline_id"
+        "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1"
     ))
     .bind(id)
     .fetch_all(&db.pool)
     .await?;
+    // Sorted here, as the fleet view sorts: the same order on both databases.
     pipelines.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
-    let (host_metrics, agent_report): (Option<String>, Option<String>) =
-        sqlx::query_as("SELECT host_metrics, agent_report FROM nodes WHERE id = $1")
-            .bind(id)
-            .fetch_one(&db.pool)
-            .await?;
-    let status = node_status(
-        now,
-        node.last_seen_at,
-        node.is_disconnected(),
-        node.poll_interval_ms,
-        pipelines.iter().map(|p| (p.updated_at, p.status.as_str())),
-    );
     Ok(NodeDetail {
-        view: NodeView {
-            labels: node.labels(),
-            status,
-            pipelines,
-            node,
-        },
-        host_metrics,
-        agent_report,
+        view: NodeView::new(row.node, pipelines, now),
+        host_metrics: row.host_metrics,
+        agent_report: row.agent_report,
     })
 }
 

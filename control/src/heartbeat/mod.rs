@@ -142,21 +142,27 @@ fn add_deltas(table: &str) -> String {
 /// Longest stored `failedVersion.reason`.
 const MAX_REASON_CHARS: usize = 1000;
 
-fn storable(s: &str) -> String {
+pub(crate) fn storable(s: &str) -> String {
     s.replace('\0', "")
 }
 
-fn cut_status(s: &str) -> String {
-    let s = storable(s);
-    let s = s.trim();
-    if s.len() <= MAX_STATUS_LEN {
-        return s.to_string();
+/// At most `max` bytes of `s`, cut at a character boundary.
+pub(crate) fn cut_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
     }
-    let mut end = MAX_STATUS_LEN;
+    let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    s[..end].to_string()
+    &s[..end]
+}
+
+/// How many of a report's `recentLogs` are kept (the last ones).
+pub(crate) const RECENT_LOG_LINES: usize = 20;
+
+fn cut_status(s: &str) -> String {
+    cut_bytes(storable(s).trim(), MAX_STATUS_LEN).to_string()
 }
 
 /// One pipeline report, checked and ready to store.
@@ -194,7 +200,7 @@ impl Report {
                 let last: Vec<String> = l
                     .iter()
                     .rev()
-                    .take(20)
+                    .take(RECENT_LOG_LINES)
                     .rev()
                     .map(|line| storable(line))
                     .collect();

@@ -15,8 +15,9 @@ use vf_control::delivery::KnownNode;
 use vf_control::fleet;
 use vf_control::{agent, channel, heartbeat, push};
 use vf_protocol::{
-    EnrollRequest, Heartbeat, HeartbeatAck, PipelineLogs, PushMessage, SampleResults, TapEvents,
-    CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH, LOGS_PATH, PUSH_PATH, SAMPLES_PATH, TAP_EVENTS_PATH,
+    EnrollRequest, Heartbeat, HeartbeatAck, PipelineLogs, PushMessage, SampleResult, SampleResults,
+    TapEvents, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH, LOGS_PATH, PUSH_PATH, SAMPLES_PATH,
+    TAP_EVENTS_PATH,
 };
 
 use crate::error::ApiError;
@@ -100,11 +101,7 @@ async fn serve_config(
     let now = ctl.now();
     let interval = ctl.settings.poll_interval_ms;
     let mut hb = hb;
-    let samples = hb.as_mut().and_then(|hb| hb.sample_results.take());
-    if let Some(samples) = &samples {
-        channel::check_samples("sampleResults", samples)?;
-    }
-    let reported = hb.as_ref().map(reported_logs).unwrap_or_default();
+    let extras = hb.as_mut().map(Extras::take).transpose()?;
     let config = match hb {
         Some(hb) if hb.labels.is_some() => {
             heartbeat::record_heartbeat(&ctl.db, &known.node, hb, now).await?;
@@ -122,10 +119,9 @@ async fn serve_config(
             agent::config_for(ctl, known, interval).await?
         }
     };
-    if let Some(samples) = samples {
-        channel::record_samples(&ctl.db, &known.node.id, "sampleResults", &samples, now).await?;
+    if let Some(extras) = extras {
+        extras.keep(state, &known.node.id, now).await?;
     }
-    channel::append_reported_logs(&ctl.db, &known.node.id, &reported, now).await?;
     for kind in config.kinds() {
         state.metrics.served(kind);
     }
@@ -164,31 +160,49 @@ async fn heartbeat_post(
 ) -> Result<Response, ApiError> {
     let mut hb: Heartbeat = parse_json(&body)?;
     let ctl = &state.control;
-    let samples = hb.sample_results.take();
-    if let Some(samples) = &samples {
-        channel::check_samples("sampleResults", samples)?;
-    }
-    let reported = reported_logs(&hb);
+    let extras = Extras::take(&mut hb)?;
     heartbeat::record_heartbeat(&ctl.db, &node.node, hb, ctl.now()).await?;
-    channel::append_reported_logs(&ctl.db, &node.node.id, &reported, ctl.now()).await?;
-    if let Some(samples) = samples {
-        channel::record_samples(&ctl.db, &node.node.id, "sampleResults", &samples, ctl.now())
-            .await?;
-    }
+    extras.keep(&state, &node.node.id, ctl.now()).await?;
     Ok(ok())
 }
 
-/// Each report's `recentLogs`, for the log store.
-fn reported_logs(hb: &Heartbeat) -> Vec<PipelineLogs> {
-    hb.pipelines
-        .iter()
-        .filter_map(|r| {
-            Some(PipelineLogs {
-                pipeline_id: r.pipeline_id.clone(),
-                lines: r.recent_logs.clone()?,
+/// What a heartbeat (on either route) carries for the channel's stores rather than for
+/// `record_heartbeat`: answers to sample requests, and each report's `recentLogs`.
+struct Extras {
+    samples: Option<Vec<SampleResult>>,
+    logs: Vec<PipelineLogs>,
+}
+
+impl Extras {
+    /// Takes the sample answers out of `hb` (checked, so a bad one refuses the heartbeat
+    /// before anything is written) and copies the reports' log lines.
+    fn take(hb: &mut Heartbeat) -> Result<Extras, ApiError> {
+        let samples = hb.sample_results.take();
+        if let Some(samples) = &samples {
+            channel::check_samples("sampleResults", samples)?;
+        }
+        let logs = hb
+            .pipelines
+            .iter()
+            .filter_map(|r| {
+                Some(PipelineLogs {
+                    pipeline_id: r.pipeline_id.clone(),
+                    lines: r.recent_logs.clone()?,
+                })
             })
-        })
-        .collect()
+            .collect();
+        Ok(Extras { samples, logs })
+    }
+
+    /// Stores them, once the heartbeat itself is recorded.
+    async fn keep(self, state: &AppState, node_id: &str, now: i64) -> Result<(), ApiError> {
+        let db = &state.control.db;
+        channel::append_reported_logs(db, node_id, &self.logs, now).await?;
+        if let Some(samples) = self.samples {
+            channel::record_samples(db, node_id, "sampleResults", &samples, now).await?;
+        }
+        Ok(())
+    }
 }
 
 async fn logs_post(
