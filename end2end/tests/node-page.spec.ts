@@ -25,8 +25,10 @@ test.describe('node page', () => {
     await appReady(page);
     await expect(page.getByTestId('node-name')).toContainText(host);
     await expect(page.getByTestId('node-facts')).toContainText(`e2e-run=${run}`);
-    // The page refreshes by itself until the agent reports the pipeline running.
-    const row = page.getByTestId('node-pipelines').locator('tr').filter({ hasText: 'v1' });
+    // The page refreshes by itself until the agent reports this run's pipeline running (other
+    // specs' pipelines may select every node, so the row is found by its link).
+    const row = page.getByTestId('node-pipelines').locator('tr', { has: page.locator(`a[href="/pipelines/${pipelineId}"]`) });
+    await expect(row).toContainText('v1', { timeout: 30_000 });
     await expect(row).toContainText('Running', { timeout: 30_000 });
     await expect(page.getByTestId('agent-health')).toContainText('agentHealth.pushConnected');
     await expect(page.getByText('No host metrics reported.')).toBeVisible();
