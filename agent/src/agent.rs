@@ -13,10 +13,12 @@ use futures::future::{select_all, FutureExt};
 use std::sync::atomic::Ordering;
 
 use vf_protocol::{
-    AgentHealth, ConfigResponse, EnrollRequest, Heartbeat, PipelineReport, PushMessage,
+    AgentHealth, ConfigResponse, EnrollRequest, Heartbeat, PipelineLogs, PipelineReport,
+    PushMessage, SampleRequest, SampleResults, LOGS_PATH, SAMPLES_PATH,
 };
 
 use crate::{
+    answers,
     backoff::Backoff,
     client::{ConfigPoll, ServerClient},
     error::{AgentError, Result},
@@ -30,6 +32,7 @@ use crate::{
     sim_counters::SimSettings,
     slot::{Rejection, Slot, Supervisor},
     status::RunningPipeline,
+    tap::Taps,
 };
 
 /// Poll interval before the server has told us one.
@@ -76,7 +79,17 @@ pub struct Agent {
     push: Option<PushFeed>,
     /// The `agentHealth` the server last acknowledged.
     health_sent: Option<AgentHealth>,
+    /// The sample requests answered lately (by id), so a request seen both on the push
+    /// stream and in a config document is answered once.
+    answered: std::collections::VecDeque<String>,
+    /// The live taps running on this node.
+    taps: Taps,
+    /// The poll interval the push stream set (`poll_interval`), over the config's.
+    pushed_interval: Option<Duration>,
 }
+
+/// Sample request ids remembered as answered.
+const ANSWERED_KEPT: usize = 256;
 
 impl Agent {
     /// Loads `<data_dir>/identity.json`, or enrolls and stores it.
@@ -113,6 +126,9 @@ impl Agent {
             last_config: None,
             push: None,
             health_sent: None,
+            answered: Default::default(),
+            taps: Taps::default(),
+            pushed_interval: None,
         })
     }
 
@@ -138,18 +154,19 @@ impl Agent {
         self.slots.values().filter_map(Slot::view).collect()
     }
 
-    /// The override if set, else the server's `pollIntervalMs`, else 15 s.
+    /// The override if set, else what the push stream last said (`poll_interval`), else the
+    /// server's `pollIntervalMs`, else 15 s.
     pub fn poll_interval(&self) -> Duration {
         if let Some(interval) = self.options.poll_interval_override {
             return interval;
         }
+        if let Some(interval) = self.pushed_interval {
+            return interval;
+        }
         self.last_config
             .as_ref()
-            .and_then(|c| u64::try_from(c.poll_interval_ms).ok())
-            .filter(|ms| *ms > 0)
-            .map_or(DEFAULT_POLL_INTERVAL, |ms| {
-                Duration::from_millis(ms).clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
-            })
+            .and_then(|c| interval_of(c.poll_interval_ms))
+            .unwrap_or(DEFAULT_POLL_INTERVAL)
     }
 
     /// Waits (up to `timeout`) for the pipeline's process to end, then returns its state.
@@ -178,14 +195,127 @@ impl Agent {
         if heartbeat.agent_health.is_some() {
             self.health_sent = heartbeat.agent_health;
         }
-        match answer {
-            ConfigPoll::NotModified => Ok(PollOutcome::NotModified),
+        let outcome = match answer {
+            ConfigPoll::NotModified => PollOutcome::NotModified,
             ConfigPoll::Changed { config, etag } => {
                 let summary = self.apply(&config).await;
+                for request in &config.sample_requests {
+                    self.answer_sample(request);
+                }
                 self.etag = etag;
                 self.last_config = Some(config);
-                Ok(PollOutcome::Applied(summary))
+                PollOutcome::Applied(summary)
             }
+        };
+        self.ship_logs();
+        Ok(outcome)
+    }
+
+    /// Sends the pipelines' new log lines (`/api/agent/logs`) in the background. Lines that
+    /// fail to go are dropped: the log is a convenience, never worth holding up a poll.
+    pub fn ship_logs(&mut self) {
+        let batches: Vec<PipelineLogs> = self
+            .slots
+            .iter_mut()
+            .map(|(id, slot)| PipelineLogs {
+                pipeline_id: id.clone(),
+                lines: slot.take_logs(),
+            })
+            .filter(|b| !b.lines.is_empty())
+            .collect();
+        if !batches.is_empty() {
+            self.send_in_background(LOGS_PATH, batches);
+        }
+    }
+
+    /// POSTs `body` to `path` without waiting; a failure is logged.
+    fn send_in_background<T>(&self, path: &'static str, body: T)
+    where
+        T: serde::Serialize + Send + Sync + 'static,
+    {
+        let client = self.client.clone();
+        let token = self.identity.node_token.clone();
+        let node_id = self.identity.node_id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = client.post(path, &token, &body).await {
+                tracing::warn!(%node_id, "sending to {path} failed: {e}");
+            }
+        });
+    }
+
+    /// Answers a sample request once (`/api/agent/samples`): generated events when
+    /// simulated, else why there are none.
+    fn answer_sample(&mut self, request: &SampleRequest) {
+        if self.answered.contains(&request.request_id) {
+            return;
+        }
+        if self.answered.len() == ANSWERED_KEPT {
+            self.answered.pop_front();
+        }
+        self.answered.push_back(request.request_id.clone());
+        let simulated = matches!(self.mode, RunMode::Simulate(_));
+        let results = answers::sample_answers(request, simulated, &self.options.hostname, now_ms());
+        tracing::info!(node_id = %self.node_id(), pipeline_id = %request.pipeline_id, components = request.component_keys.len(), "answering a sample request");
+        self.send_in_background(SAMPLES_PATH, SampleResults { results });
+    }
+
+    /// Acts on a push message other than `config_changed`.
+    async fn on_push(&mut self, message: PushMessage) {
+        match message {
+            PushMessage::ConfigChanged { .. } => {}
+            PushMessage::PollInterval { interval_ms } => {
+                self.pushed_interval = interval_of(interval_ms);
+            }
+            PushMessage::SampleRequest {
+                request_id,
+                pipeline_id,
+                component_keys,
+                limit,
+            } => self.answer_sample(&SampleRequest {
+                request_id,
+                pipeline_id,
+                component_keys,
+                limit,
+            }),
+            PushMessage::TapStart {
+                request_id,
+                pipeline_id,
+                component_id,
+            } => {
+                let simulated = matches!(self.mode, RunMode::Simulate(_));
+                let target = crate::tap::Target {
+                    client: self.client.clone(),
+                    token: self.identity.node_token.clone(),
+                    hostname: self.options.hostname.clone(),
+                };
+                self.taps
+                    .start(target, request_id, pipeline_id, component_id, simulated);
+            }
+            PushMessage::TapStop { request_id } => self.taps.stop(&request_id),
+            PushMessage::Action {
+                action,
+                pipeline_id,
+            } => match (action.as_str(), pipeline_id) {
+                ("restart", Some(pipeline_id)) => self.restart(&pipeline_id).await,
+                (other, _) => {
+                    tracing::warn!(node_id = %self.node_id(), action = %other, "push: unknown action or no pipeline; ignored");
+                }
+            },
+        }
+    }
+
+    /// Restarts one pipeline's process (an operator's `restart` action).
+    async fn restart(&mut self, pipeline_id: &str) {
+        let (Some(slot), Ok(id)) = (
+            self.slots.get_mut(pipeline_id),
+            PipelineId::parse(pipeline_id),
+        ) else {
+            tracing::warn!(%pipeline_id, "restart asked for a pipeline this node does not run");
+            return;
+        };
+        if slot.restart(&self.mode, &self.files, &id, STOP_GRACE).await {
+            tracing::info!(%pipeline_id, "pipeline restarted by an operator");
+            self.ship_logs();
         }
     }
 
@@ -287,7 +417,7 @@ impl Agent {
                         tracing::debug!(node_id = %self.node_id(), %pipeline_id, %reason, "push: config changed; polling now");
                         break true;
                     }
-                    Some(other) => tracing::debug!(node_id = %self.node_id(), "push: {other:?} not acted on"),
+                    Some(other) => self.on_push(other).await,
                     // The feed's task ended: poll on the interval alone until a config names it again.
                     None => push = None,
                 },
@@ -342,6 +472,7 @@ impl Agent {
             }
         }
         self.push = None;
+        self.taps = Taps::default();
         tracing::info!(node_id = %self.node_id(), "shutting down; stopping pipelines");
         self.stop_all().await;
     }
@@ -486,6 +617,18 @@ async fn enroll(client: &ServerClient, options: &AgentOptions) -> Result<Identit
         "enrolled"
     );
     Ok(identity)
+}
+
+/// A poll interval the server gave, within bounds; `None` when it is no interval.
+fn interval_of(ms: i64) -> Option<Duration> {
+    let ms = u64::try_from(ms).ok().filter(|ms| *ms > 0)?;
+    Some(Duration::from_millis(ms).clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The next push message; never, when there is no feed.

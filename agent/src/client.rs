@@ -1,4 +1,4 @@
-//! HTTP client for the three agent routes; maps status codes to `AgentError` once.
+//! HTTP client for the agent routes; maps status codes to `AgentError` once.
 
 use std::time::Duration;
 
@@ -93,11 +93,22 @@ impl ServerClient {
 
     /// `POST /api/agent/heartbeat`: report without polling.
     pub async fn heartbeat(&self, node_token: &str, heartbeat: &Heartbeat) -> Result<()> {
+        self.post(HEARTBEAT_PATH, node_token, heartbeat).await
+    }
+
+    /// `POST` of a JSON body to one of the agent routes that answer `{"ok": true}`
+    /// (heartbeat, logs, samples, tap events).
+    pub async fn post(
+        &self,
+        path: &str,
+        node_token: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<()> {
         let response = self
             .http
-            .post(format!("{}{HEARTBEAT_PATH}", self.base))
+            .post(format!("{}{path}", self.base))
             .bearer_auth(node_token)
-            .json(heartbeat)
+            .json(body)
             .send()
             .await?;
         ok(response).await.map(drop)

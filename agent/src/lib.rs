@@ -5,6 +5,7 @@
 //! deterministic step, `Agent::run` the production loop around it.
 
 mod agent;
+pub mod answers;
 mod backoff;
 mod checksum;
 mod client;
@@ -23,6 +24,7 @@ mod sim_counters;
 mod simulate;
 mod slot;
 mod status;
+mod tap;
 pub mod template;
 
 pub use agent::{Agent, ApplySummary, PollOutcome, DEFAULT_POLL_INTERVAL};

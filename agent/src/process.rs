@@ -17,6 +17,30 @@ use tokio::{
 
 /// Lines of stdout/stderr kept for crash reports.
 const OUTPUT_LINES: usize = 20;
+/// Lines of stdout/stderr waiting to be shipped, at most (the oldest go first).
+const UNSHIPPED_LINES: usize = 1_000;
+
+/// What the command printed: the last lines for crash reports, and the lines not shipped to
+/// the server yet.
+#[derive(Debug, Default)]
+struct Output {
+    recent: VecDeque<String>,
+    unshipped: VecDeque<String>,
+}
+
+impl Output {
+    fn push(&mut self, line: String) {
+        for (lines, bound) in [
+            (&mut self.recent, OUTPUT_LINES),
+            (&mut self.unshipped, UNSHIPPED_LINES),
+        ] {
+            if lines.len() == bound {
+                lines.pop_front();
+            }
+            lines.push_back(line.clone());
+        }
+    }
+}
 /// How long to wait after SIGKILL before giving up on reaping the process.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long an exit waits for the command's last output lines (a child it left behind may hold
@@ -90,7 +114,7 @@ pub struct PipelineProcess {
     pid: Option<u32>,
     started: Instant,
     exit: watch::Receiver<Option<Exit>>,
-    output: Arc<Mutex<VecDeque<String>>>,
+    output: Arc<Mutex<Output>>,
 }
 
 impl PipelineProcess {
@@ -116,7 +140,7 @@ impl PipelineProcess {
         #[cfg(unix)]
         command.process_group(0);
         let mut child = command.spawn()?;
-        let output = Arc::new(Mutex::new(VecDeque::new()));
+        let output = Arc::new(Mutex::new(Output::default()));
         let mut readers = Vec::new();
         if let Some(stdout) = child.stdout.take() {
             readers.push(collect_output(
@@ -169,7 +193,12 @@ impl PipelineProcess {
 
     /// The last lines the command printed.
     pub fn recent_output(&self) -> Vec<String> {
-        lock(&self.output).iter().cloned().collect()
+        lock(&self.output).recent.iter().cloned().collect()
+    }
+
+    /// The lines printed since the last call (at most the newest 1,000).
+    pub fn take_unshipped(&self) -> Vec<String> {
+        lock(&self.output).unshipped.drain(..).collect()
     }
 
     /// Resolves when the process ends.
@@ -233,18 +262,14 @@ fn signal_group(_pid: u32, _signal: Signal) {
 
 fn collect_output(
     stream: impl AsyncRead + Unpin + Send + 'static,
-    output: Arc<Mutex<VecDeque<String>>>,
+    output: Arc<Mutex<Output>>,
     pipeline_id: String,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!(pipeline_id = %pipeline_id, "{line}");
-            let mut output = lock(&output);
-            if output.len() == OUTPUT_LINES {
-                output.pop_front();
-            }
-            output.push_back(line);
+            lock(&output).push(line);
         }
     })
 }
@@ -269,6 +294,18 @@ mod tests {
     fn path_with_spaces_or_quotes_is_shell_quoted() {
         let rendered = render_command("cat {config}", Path::new("/my dir/it's.yaml"));
         assert_eq!(rendered, r"cat '/my dir/it'\''s.yaml'");
+    }
+
+    #[test]
+    fn output_keeps_the_last_lines_for_crashes_and_the_unshipped_ones_bounded() {
+        let mut output = Output::default();
+        for i in 0..(UNSHIPPED_LINES + 5) {
+            output.push(format!("line {i}"));
+        }
+        assert_eq!(output.recent.len(), OUTPUT_LINES);
+        assert_eq!(output.unshipped.len(), UNSHIPPED_LINES);
+        assert_eq!(output.unshipped.front().map(String::as_str), Some("line 5"));
+        assert_eq!(output.recent.back(), output.unshipped.back());
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct Runner {
     config: PipelineConfig,
     started: Instant,
     execution: Execution,
+    /// The agent's own lines about this pipeline not shipped yet (a process's output is
+    /// kept by the process).
+    lines: Vec<String>,
 }
 
 impl Runner {
@@ -70,16 +73,38 @@ impl Runner {
                 }
             },
         };
-        if let Execution::Failed(message) = &execution {
+        let line = if let Execution::Failed(message) = &execution {
             tracing::error!(pipeline_id = %id, version = config.version, "{message}");
+            format!("v{}: {message}", config.version)
         } else {
             tracing::info!(pipeline_id = %id, version = config.version, "pipeline started");
-        }
+            let how = match &execution {
+                Execution::Simulated(_) => " (simulated)",
+                Execution::Recorded => " (recorded only)",
+                _ => "",
+            };
+            format!("v{} started{how}", config.version)
+        };
         Runner {
             config,
             started: Instant::now(),
             execution,
+            lines: vec![line],
         }
+    }
+
+    /// Adds a line of the agent's own about this pipeline to the shipped log.
+    pub fn log(&mut self, line: &str) {
+        self.lines.push(line.to_owned());
+    }
+
+    /// The lines not shipped yet, oldest first: the agent's own, then the process's output.
+    pub fn take_logs(&mut self) -> Vec<String> {
+        let mut lines = std::mem::take(&mut self.lines);
+        if let Execution::Process { process, .. } = &self.execution {
+            lines.extend(process.take_unshipped());
+        }
+        lines
     }
 
     /// The config this runner was started with (a restart starts it again).

@@ -221,6 +221,35 @@ impl Slot {
         }
     }
 
+    /// An operator's restart: stops what runs and starts the same version again, its failures
+    /// forgotten. False when nothing runs here.
+    pub async fn restart(
+        &mut self,
+        mode: &RunMode,
+        files: &PipelineFiles,
+        id: &PipelineId,
+        grace: Duration,
+    ) -> bool {
+        let Some(config) = self.runner.as_ref().map(|r| r.config().clone()) else {
+            return false;
+        };
+        self.failed = None;
+        self.crashes = Crashes::default();
+        self.replace(mode, files, id, config, grace).await;
+        if let Some(runner) = &mut self.runner {
+            runner.log("restarted by an operator");
+        }
+        true
+    }
+
+    /// Log lines not shipped yet.
+    pub fn take_logs(&mut self) -> Vec<String> {
+        self.runner
+            .as_mut()
+            .map(Runner::take_logs)
+            .unwrap_or_default()
+    }
+
     /// Stops what runs and starts `config`.
     async fn replace(
         &mut self,

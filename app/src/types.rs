@@ -66,6 +66,46 @@ pub struct NodeDetailView {
     pub agent_health: Vec<(String, String)>,
     /// The node's newest log lines, oldest first: `(pipeline name, unix ms, line)`.
     pub logs: Vec<(String, i64, String)>,
+    /// Per pipeline id, the components of the version the node runs (what can be sampled
+    /// or tapped).
+    pub components: BTreeMap<String, Vec<vf_rules::config::Component>>,
+    /// Whether the node can be asked for samples, taps and restarts (a vf-agent, not revoked).
+    pub live: bool,
+    /// Per pipeline id, its latest report's `componentMetrics` as `(path, value)` pairs.
+    pub component_metrics: BTreeMap<String, Vec<(String, String)>>,
+    /// What happened to the node, newest first (its audit entries): `(unix ms, actor, action)`.
+    pub history: Vec<(i64, String, String)>,
+}
+
+/// The answers to one sample request so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleView {
+    pub results: Vec<SampleResultView>,
+    pub now: i64,
+    /// When the request stops waiting: past it with no answer, the page says so.
+    pub expires_at: i64,
+}
+
+/// One component's answer: its events (each as indented JSON), the fields they showed, or
+/// why there are none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResultView {
+    pub component_key: String,
+    pub events: Vec<String>,
+    /// `(path, type, example value)`.
+    pub schema: Vec<(String, String, String)>,
+    pub error: Option<String>,
+}
+
+/// A live tap's entries after the ones already shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TapView {
+    /// `(entry id, unix ms, the event as JSON)`, oldest first.
+    pub events: Vec<(i64, i64, String)>,
+    /// How the tap ended, when the agent said it did (`stopped: by the operator`).
+    pub ended: Option<String>,
+    /// The newest entry read: the `after` of the next read.
+    pub last: i64,
 }
 
 /// A JSON document as readable `(path, value)` pairs, nested objects joined with dots
@@ -215,8 +255,20 @@ pub struct StageNodesPage {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WaitingNodes {
     pub count: i64,
-    /// The first few, by name, with the version each is served (None: withheld).
-    pub sample: Vec<(String, Option<i64>)>,
+    /// The first few, by name: `(node id, name, the version it is served)` (None: withheld).
+    pub sample: Vec<(String, String, Option<i64>)>,
+}
+
+/// The newest log lines of one canary node for the pipeline, for the rollout view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CanaryLogs {
+    pub node_id: String,
+    pub node_name: String,
+    /// The stage (1-based) that targeted it.
+    pub stage: i64,
+    /// `(unix ms, line, is an error)`: error lines first, then the rest, each oldest first.
+    pub lines: Vec<(i64, String, bool)>,
+    pub errors: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -232,6 +284,9 @@ pub struct PipelineDetail {
     pub excluded: i64,
     /// The latest release's nodes no stage has targeted yet.
     pub waiting: WaitingNodes,
+    /// While a release is in flight, the newest log lines of its canary nodes (those with
+    /// error lines first; at most 10 nodes).
+    pub canary_logs: Vec<CanaryLogs>,
     /// The environment's node groups (stage selectors may name them).
     pub groups: Vec<GroupView>,
     /// Whether customPromQL gates can be offered (VF_PROMETHEUS_URL is set).

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use vf_protocol::{ConfigResponse, EnrollRequest, EnrollResponse, PipelineConfig};
 
-use crate::delivery::{served_pipelines, served_pipelines_for, KnownNode, ServedPipeline};
+use crate::delivery::{served_for, served_for_node, KnownNode, ServedPipeline, Serving};
 use crate::fleet::{
     enroll_node, environment_for_enrollment_token, parse_labels, Credential, NewNode, NodeRow,
     NODE_COLUMNS,
 };
 use crate::generation::READ_GENERATION;
 use crate::ids::{hash_matches, new_token, sha256_hex, token_hash};
+use crate::requests::PendingRequest;
 use crate::{Control, ControlError, Db, Result};
 
 /// Node kind of agents speaking this protocol.
@@ -113,14 +114,16 @@ pub async fn node_for_token(ctl: &Control, token: &str) -> Result<Arc<KnownNode>
     Ok(known)
 }
 
-/// The config a node is served: what delivery decided per pipeline, and the ETag of the
-/// document that makes. The ETag is a hash of what decides the document (each served
-/// pipeline's id, name, version, checksum and log level, and the poll interval), so it
-/// changes exactly when the document does and a 304 is decided without building the
-/// document or reading a body.
+/// The config a node is served: what delivery decided per pipeline, the requests waiting for
+/// the node, and the ETag of the document that makes. The ETag is a hash of what decides the
+/// document (each served pipeline's id, name, version, checksum and log level, the poll
+/// interval and the ids of pending sample requests), so it changes exactly when the document
+/// does and a 304 is decided without building the document or reading a body.
 #[derive(Debug)]
 pub struct NodeConfig {
     pub served: Vec<ServedPipeline>,
+    /// Sample requests go in the document; the push stream carries every kind.
+    pub requests: Vec<PendingRequest>,
     pub poll_interval_ms: i64,
     pub etag: String,
 }
@@ -129,7 +132,11 @@ pub struct NodeConfig {
 const SECRET_BACKEND: &str = "BUILTIN";
 
 impl NodeConfig {
-    pub fn new(served: Vec<ServedPipeline>, poll_interval_ms: i64) -> NodeConfig {
+    pub fn new(serving: Serving, poll_interval_ms: i64) -> NodeConfig {
+        let Serving {
+            pipelines: served,
+            requests,
+        } = serving;
         let decided: Vec<_> = served
             .iter()
             .filter_map(|s| {
@@ -144,10 +151,21 @@ impl NodeConfig {
                 })
             })
             .collect();
-        let key = serde_json::json!([poll_interval_ms, SECRET_BACKEND, decided]).to_string();
+        let samples: Vec<&str> = requests
+            .iter()
+            .filter(|r| r.sample().is_some())
+            .map(|r| r.id.as_str())
+            .collect();
+        let key = if samples.is_empty() {
+            serde_json::json!([poll_interval_ms, SECRET_BACKEND, decided])
+        } else {
+            serde_json::json!([poll_interval_ms, SECRET_BACKEND, decided, samples])
+        }
+        .to_string();
         let etag = format!("\"{}\"", &sha256_hex(key.as_bytes())[..32]);
         NodeConfig {
             served,
+            requests,
             poll_interval_ms,
             etag,
         }
@@ -179,7 +197,7 @@ impl NodeConfig {
             poll_interval_ms: self.poll_interval_ms,
             secret_backend: SECRET_BACKEND.into(),
             push_url: None,
-            sample_requests: Vec::new(),
+            sample_requests: self.requests.iter().filter_map(|r| r.sample()).collect(),
         }
     }
 }
@@ -191,7 +209,7 @@ pub async fn config_for(
     poll_interval_ms: i64,
 ) -> Result<NodeConfig> {
     Ok(NodeConfig::new(
-        served_pipelines_for(ctl, known).await?,
+        served_for(ctl, known).await?,
         poll_interval_ms,
     ))
 }
@@ -203,7 +221,7 @@ pub async fn config_for_node(
     poll_interval_ms: i64,
 ) -> Result<NodeConfig> {
     Ok(NodeConfig::new(
-        served_pipelines(ctl, node).await?,
+        served_for_node(ctl, node).await?,
         poll_interval_ms,
     ))
 }

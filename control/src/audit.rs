@@ -106,11 +106,19 @@ pub enum AuditAction {
     FreezeWindowCreate,
     /// `freeze_window.delete`.
     FreezeWindowDelete,
+    /// `node.sample`: an operator asked a node for a sample of a pipeline's events.
+    NodeSample,
+    /// `node.tap_start`: an operator started a live tap on a node's pipeline component.
+    NodeTapStart,
+    /// `node.tap_stop`.
+    NodeTapStop,
+    /// `node.restart`: an operator had a node restart a pipeline.
+    NodeRestart,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 36] = {
+    pub const ALL: [AuditAction; 40] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -149,6 +157,10 @@ impl AuditAction {
             EnvironmentLineLift,
             FreezeWindowCreate,
             FreezeWindowDelete,
+            NodeSample,
+            NodeTapStart,
+            NodeTapStop,
+            NodeRestart,
         ]
     };
 
@@ -192,6 +204,10 @@ impl AuditAction {
             EnvironmentLineLift => "environment.line_lift",
             FreezeWindowCreate => "freeze_window.create",
             FreezeWindowDelete => "freeze_window.delete",
+            NodeSample => "node.sample",
+            NodeTapStart => "node.tap_start",
+            NodeTapStop => "node.tap_stop",
+            NodeRestart => "node.restart",
         }
     }
 
@@ -203,7 +219,8 @@ impl AuditAction {
             ReleaseCreate | ReleaseAdvance | ReleaseHold | ReleaseRollback | ReleaseComplete
             | ReleaseRefused | ReleasePause | ReleaseResume => "release",
             PipelineCreate | PipelineDeploy => "pipeline",
-            NodeEnroll | NodeLabels | NodeRevoke => "node",
+            NodeEnroll | NodeLabels | NodeRevoke | NodeSample | NodeTapStart | NodeTapStop
+            | NodeRestart => "node",
             NodeGroupCreate | NodeGroupDelete => "node_group",
             EnvironmentCreate | EnvironmentLineStop | EnvironmentLineLift => "environment",
             FreezeWindowCreate | FreezeWindowDelete => "freeze_window",
@@ -715,7 +732,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 36] = {
+    const SPELLED: [(AuditAction, &str); 40] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -754,6 +771,10 @@ mod tests {
             (EnvironmentLineLift, "environment.line_lift"),
             (FreezeWindowCreate, "freeze_window.create"),
             (FreezeWindowDelete, "freeze_window.delete"),
+            (NodeSample, "node.sample"),
+            (NodeTapStart, "node.tap_start"),
+            (NodeTapStop, "node.tap_stop"),
+            (NodeRestart, "node.restart"),
         ]
     };
 

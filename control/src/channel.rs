@@ -151,6 +151,67 @@ pub async fn recent_logs(
     Ok(lines)
 }
 
+/// The newest `per_node` lines of one pipeline on each of `node_ids`, per node oldest first,
+/// in one statement.
+pub async fn recent_logs_of(
+    db: &Db,
+    pipeline_id: &str,
+    node_ids: &[String],
+    per_node: i64,
+) -> Result<Vec<(String, LogLine)>> {
+    if node_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders = (0..node_ids.len())
+        .map(|i| format!("${}", i + 3))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let statement = format!(
+        "SELECT node_id, pipeline_id, at, line FROM (
+            SELECT node_id, pipeline_id, at, line, id,
+                ROW_NUMBER() OVER (PARTITION BY node_id ORDER BY id DESC) AS newest
+            FROM node_logs WHERE pipeline_id = $1 AND node_id IN ({placeholders})
+         ) kept WHERE newest <= $2 ORDER BY node_id, id"
+    );
+    let mut query =
+        sqlx::query_as::<_, (String, String, i64, String)>(sqlx::AssertSqlSafe(statement))
+            .bind(pipeline_id)
+            .bind(per_node);
+    for id in node_ids {
+        query = query.bind(id);
+    }
+    Ok(query
+        .fetch_all(&db.read)
+        .await?
+        .into_iter()
+        .map(|(node_id, pipeline_id, at, line)| {
+            let line = LogLine {
+                pipeline_id,
+                at,
+                line,
+            };
+            (node_id, line)
+        })
+        .collect())
+}
+
+/// Whether a log line reports a problem: it names an error, a panic, a crash or a failed
+/// exit (any case). The rollout view shows such lines of canary nodes first.
+pub fn is_error_line(line: &str) -> bool {
+    const MARKS: [&str; 8] = [
+        "error",
+        "panic",
+        "fatal",
+        "crash",
+        "failed",
+        "refused",
+        "exited with code",
+        "killed by signal",
+    ];
+    let lower = line.to_lowercase();
+    MARKS.iter().any(|m| lower.contains(m))
+}
+
 /// Stores answers to sample requests (from the samples route or a heartbeat's
 /// `sampleResults`; `field` names where they came from in errors). A repeated answer for
 /// the same request and component replaces the earlier one.
@@ -219,14 +280,19 @@ pub async fn record_tap(db: &Db, node_id: &str, tap: &TapEvents, now: i64) -> Re
     let mut tx = db.pool.begin().await?;
     let events = tap.events.as_deref().unwrap_or_default();
     let skip = events.len().saturating_sub(MAX_TAP_EVENTS as usize);
-    let mut bodies: Vec<serde_json::Value> = events[skip..].to_vec();
+    let mut entries: Vec<(&str, serde_json::Value)> = events[skip..]
+        .iter()
+        .map(|e| (TAP_EVENT, e.clone()))
+        .collect();
     if tap.status.is_some() || tap.reason.is_some() {
-        bodies.push(serde_json::json!({ "status": tap.status, "reason": tap.reason }));
+        let end = serde_json::json!({ "status": tap.status, "reason": tap.reason });
+        entries.push((TAP_END, end));
     }
-    for body in bodies {
+    for (kind, body) in entries {
         sqlx::query(
-            "INSERT INTO tap_events (request_id, node_id, pipeline_id, component_id, body, at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO tap_events (request_id, node_id, pipeline_id, component_id, body, at,
+                kind)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&tap.request_id)
         .bind(node_id)
@@ -234,6 +300,7 @@ pub async fn record_tap(db: &Db, node_id: &str, tap: &TapEvents, now: i64) -> Re
         .bind(&tap.component_id)
         .bind(body.to_string().replace('\0', ""))
         .bind(now)
+        .bind(kind)
         .execute(&mut *tx)
         .await?;
     }
@@ -249,9 +316,59 @@ pub async fn record_tap(db: &Db, node_id: &str, tap: &TapEvents, now: i64) -> Re
     Ok(())
 }
 
+/// The kind of a tap entry that is an event.
+pub const TAP_EVENT: &str = "event";
+/// The kind of a tap entry that is the tap's end, `{"status", "reason"}` as the agent said.
+pub const TAP_END: &str = "end";
+
+/// One stored tap entry: an event ([`TAP_EVENT`]), or the tap's end ([`TAP_END`]).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct TapEntry {
+    pub id: i64,
+    pub at: i64,
+    pub kind: String,
+    pub body: String,
+}
+
+/// The entries of tap `request_id` on `node_id` after entry `after` (0 for all), oldest
+/// first, at most `limit`.
+pub async fn tap_entries(
+    db: &Db,
+    node_id: &str,
+    request_id: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<TapEntry>> {
+    Ok(sqlx::query_as(
+        "SELECT id, at, kind, body FROM tap_events
+         WHERE request_id = $1 AND node_id = $2 AND id > $3 ORDER BY id LIMIT $4",
+    )
+    .bind(request_id)
+    .bind(node_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(&db.read)
+    .await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_lines_are_those_naming_a_problem() {
+        for line in [
+            "2026-12-06T10:00:00Z ERROR sink{component_id=out}: connection refused",
+            "thread 'main' panicked at src/main.rs:3",
+            "process exited with code 78",
+            "Healthcheck failed",
+        ] {
+            assert!(is_error_line(line), "{line}");
+        }
+        for line in ["INFO vector: Vector has started.", "v2 started (simulated)"] {
+            assert!(!is_error_line(line), "{line}");
+        }
+    }
 
     #[test]
     fn long_lines_are_cut_at_4_kib_on_a_character_boundary() {

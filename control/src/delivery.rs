@@ -1,7 +1,7 @@
 //! What each node is served: node selection, then the fencing decision of `vf-rules`.
-//! Both config paths (vf-agent HTTP and OpAMP) call [`served_pipelines`] (or
-//! [`served_pipelines_for`], with a node found by its token); the pipeline page calls
-//! [`served_nodes`].
+//! Both config paths (vf-agent HTTP and OpAMP) call [`served_pipelines`] (vf-agent's through
+//! [`served_for`], with a node found by its token, or [`served_for_node`], which add the
+//! requests waiting for the node); the pipeline page calls [`served_nodes`].
 //!
 //! A node's answer comes from its environment's view: the environment's pipelines with the
 //! heads of their in-flight releases, the targeted set of each release and the version
@@ -11,7 +11,7 @@
 //! or a pipeline vanish for one poll.
 //!
 //! The view is kept ([`DeliveryCache`]) and used for every poll while the fleet generation
-//! is the one it was read at; any change to pipelines, releases or nodes bumps the
+//! is the one it was read at; any change to pipelines, releases, nodes or requests bumps the
 //! generation, and the next poll reads the view again. No timer, correct across replicas
 //! (on PostgreSQL the generation is read on every poll). Deciding a node's membership is a
 //! lookup in a set, and a poll neither reads gate evaluations nor parses stage JSON.
@@ -31,6 +31,7 @@ use crate::fleet::{Labels, NodeRow};
 use crate::generation::READ_GENERATION;
 use crate::pipelines::{version_in, PipelineRow, VersionRow, PIPELINE_COLUMNS};
 use crate::releases::{in_flight_row, ReadBy, ReleaseRow, Unreadable};
+use crate::requests::PendingRequest;
 use crate::{Control, ControlError, Result};
 
 /// One pipeline of the node's environment and what the node gets of it.
@@ -254,6 +255,8 @@ struct ViewPipeline {
 struct EnvironmentView {
     generation: i64,
     pipelines: Vec<ViewPipeline>,
+    /// Requests to its nodes not expired when the view was read ([`crate::requests`]).
+    requests: Vec<PendingRequest>,
 }
 
 impl EnvironmentView {
@@ -273,6 +276,22 @@ impl EnvironmentView {
             })
             .collect()
     }
+
+    /// The requests waiting for `node_id` that have not expired at `now`.
+    fn requests_for(&self, node_id: &str, now: i64) -> Vec<PendingRequest> {
+        self.requests
+            .iter()
+            .filter(|r| r.node_id == node_id && r.expires_at > now)
+            .cloned()
+            .collect()
+    }
+}
+
+/// What a vf-agent node is served: its pipelines, and the requests waiting for it.
+#[derive(Debug)]
+pub struct Serving {
+    pub pipelines: Vec<ServedPipeline>,
+    pub requests: Vec<PendingRequest>,
 }
 
 /// A pipeline with the head of its in-flight release, if any.
@@ -309,12 +328,26 @@ pub async fn served_pipelines(ctl: &Control, node: &NodeRow) -> Result<Vec<Serve
     Ok(view.serve(&node.id, &node.labels()))
 }
 
-/// [`served_pipelines`] for a node found by its token, at the generation it was found at
-/// (so a poll whose node and view are both kept reads nothing on SQLite, and only the
-/// generation on PostgreSQL).
-pub async fn served_pipelines_for(ctl: &Control, known: &KnownNode) -> Result<Vec<ServedPipeline>> {
+/// [`served_pipelines`] and pending requests for a node read by other means (its row just
+/// re-read after a heartbeat).
+pub async fn served_for_node(ctl: &Control, node: &NodeRow) -> Result<Serving> {
+    let generation = ctl.db.fleet_generation().await?;
+    let view = environment_view(ctl, &node.environment_id, generation).await?;
+    Ok(Serving {
+        pipelines: view.serve(&node.id, &node.labels()),
+        requests: view.requests_for(&node.id, ctl.now()),
+    })
+}
+
+/// What a node found by its token is served, at the generation it was found at (so a poll
+/// whose node and view are both kept reads nothing on SQLite, and only the generation on
+/// PostgreSQL).
+pub async fn served_for(ctl: &Control, known: &KnownNode) -> Result<Serving> {
     let view = environment_view(ctl, &known.node.environment_id, known.generation).await?;
-    Ok(view.serve(&known.node.id, &known.labels))
+    Ok(Serving {
+        pipelines: view.serve(&known.node.id, &known.labels),
+        requests: view.requests_for(&known.node.id, ctl.now()),
+    })
 }
 
 /// The environment's view: the kept one when it was read at `generation`, else read now.
@@ -395,11 +428,13 @@ async fn read_view(ctl: &Control, environment_id: &str) -> Result<EnvironmentVie
             versions,
         });
     }
+    let requests = crate::requests::pending_in(&mut tx, environment_id, ctl.now()).await?;
     tx.commit().await?;
     ctl.db.generation.saw(generation);
     Ok(EnvironmentView {
         generation,
         pipelines,
+        requests,
     })
 }
 

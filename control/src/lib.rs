@@ -24,6 +24,7 @@ pub mod pipelines;
 pub mod promql;
 pub mod push;
 pub mod releases;
+pub mod requests;
 mod revoke;
 pub mod rolling;
 #[doc(hidden)]

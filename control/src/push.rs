@@ -12,8 +12,12 @@
 //! connected to it. When the generation rose, [`PushHub::check`] recomputes the config of
 //! every connected node (answered from the delivery cache where it holds) and compares it
 //! with what that node was last told: only nodes whose served config changed get a message.
+//!
+//! Operators' requests to a node (sample, tap, restart: [`crate::requests`]) travel the same
+//! way: storing one bumps the generation, and the check sends each pending request a stream
+//! has not carried yet. A stream that opens gets the requests already pending for its node.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +26,7 @@ use tokio::sync::mpsc;
 use vf_protocol::PushMessage;
 
 use crate::agent::{self, NodeConfig};
+use crate::requests::PendingRequest;
 use crate::{Control, ControlError};
 
 /// What a node is served, per pipeline id: the version and its checksum.
@@ -71,7 +76,22 @@ struct Session {
     /// node's stream ends. Kept in memory only, for as long as the stream is open.
     token: String,
     served: ServedSet,
+    /// The requests this stream carried (by id), so each goes once.
+    asked: HashSet<String>,
     tx: mpsc::Sender<PushMessage>,
+}
+
+impl Session {
+    /// Queues the requests in `pending` this stream has not carried yet.
+    fn ask(&mut self, pending: &[PendingRequest]) {
+        for r in pending {
+            if self.asked.insert(r.id.clone()) {
+                // A full queue: the agent is not reading. A sample request still reaches it
+                // in its next config document.
+                let _ = self.tx.try_send(r.message.clone());
+            }
+        }
+    }
 }
 
 /// The push streams open on this server.
@@ -102,24 +122,25 @@ impl PushHub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Registers a stream for `node_id`, which was just served `served`.
+    /// Registers a stream for `node_id`, which was just served `config`; the requests
+    /// pending for it are its first messages.
     pub fn connect(
         self: &Arc<Self>,
         node_id: String,
         token: String,
-        served: ServedSet,
+        config: &NodeConfig,
     ) -> Connection {
         let (tx, messages) = mpsc::channel(QUEUE);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(
-            id,
-            Session {
-                node_id,
-                token,
-                served,
-                tx,
-            },
-        );
+        let mut session = Session {
+            node_id,
+            token,
+            served: served_set(config),
+            asked: HashSet::new(),
+            tx,
+        };
+        session.ask(&config.requests);
+        self.lock().insert(id, session);
         Connection {
             messages,
             hub: self.clone(),
@@ -155,12 +176,8 @@ impl PushHub {
             .map(|(id, s)| (*id, s.token.clone()))
             .collect();
         for (id, token) in open {
-            let served = match agent::node_for_token(ctl, &token).await {
-                Ok(known) => {
-                    let config =
-                        agent::config_for(ctl, &known, ctl.settings.poll_interval_ms).await?;
-                    served_set(&config)
-                }
+            let config = match agent::node_for_token(ctl, &token).await {
+                Ok(known) => agent::config_for(ctl, &known, ctl.settings.poll_interval_ms).await?,
                 Err(ControlError::Unauthorized) => {
                     self.lock().remove(&id);
                     continue;
@@ -171,11 +188,13 @@ impl PushHub {
             let Some(session) = sessions.get_mut(&id) else {
                 continue; // closed meanwhile
             };
+            let served = served_set(&config);
             for message in changes(&session.served, &served) {
                 // A full queue: the agent is not reading; it will poll anyway.
                 let _ = session.tx.try_send(message);
             }
             session.served = served;
+            session.ask(&config.requests);
         }
         Ok(())
     }
@@ -270,11 +289,46 @@ mod tests {
         );
     }
 
+    fn config(requests: Vec<PendingRequest>) -> NodeConfig {
+        let serving = crate::delivery::Serving {
+            pipelines: vec![],
+            requests,
+        };
+        NodeConfig::new(serving, 1000)
+    }
+
+    fn restart(id: &str) -> PendingRequest {
+        PendingRequest {
+            id: id.into(),
+            node_id: "n1".into(),
+            message: PushMessage::Action {
+                action: "restart".into(),
+                pipeline_id: Some(format!("p-{id}")),
+            },
+            expires_at: i64::MAX,
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_requests_open_the_stream_and_each_goes_once() {
+        let hub = Arc::new(PushHub::default());
+        let mut a = hub.connect("n1".into(), "t1".into(), &config(vec![restart("r1")]));
+        assert_eq!(a.messages.recv().await, Some(restart("r1").message));
+        {
+            let mut sessions = hub.lock();
+            let session = sessions.values_mut().next().expect("one session");
+            session.ask(&[restart("r1"), restart("r2")]);
+            session.ask(&[restart("r2")]);
+        }
+        assert_eq!(a.messages.recv().await, Some(restart("r2").message));
+        assert!(a.messages.try_recv().is_err(), "r1 and r2 went once each");
+    }
+
     #[tokio::test]
     async fn a_dropped_connection_leaves_the_hub_and_messages_reach_open_ones() {
         let hub = Arc::new(PushHub::default());
-        let mut a = hub.connect("n1".into(), "t1".into(), ServedSet::new());
-        let b = hub.connect("n2".into(), "t2".into(), ServedSet::new());
+        let mut a = hub.connect("n1".into(), "t1".into(), &config(vec![]));
+        let b = hub.connect("n2".into(), "t2".into(), &config(vec![]));
         assert_eq!(hub.connected(), 2);
         let hello = PushMessage::PollInterval { interval_ms: 1000 };
         assert!(hub.send_to("n1", &hello));

@@ -136,6 +136,12 @@ test.describe('progressive rollout from the deploy dialog', () => {
     await expect(rollout).toHaveAttribute('data-status', 'HEALTH_CHECK', { timeout: 60_000 });
     await expect(page.getByTestId('hold-reason')).toContainText('waiting for an operator');
     expect(servedConfig(b, pipelineId)).toContain('baseline v1');
+    // The canary node's log shows in the rollout view and its name links to its page; so do
+    // the names of the nodes not targeted yet.
+    const canaryLogs = page.getByTestId('canary-logs');
+    await expect(canaryLogs).toContainText('v2 started (simulated)', { timeout: 15_000 });
+    await expect(canaryLogs.locator('a[href^="/nodes/"]')).toHaveText([`${run}-a`]);
+    await expect(page.getByTestId('not-targeted').locator('a[href^="/nodes/"]')).toContainText([`${run}-b`]);
 
     await page.getByRole('button', { name: 'Advance next stage' }).click();
     await expect(page.getByTestId('stage-2')).toHaveAttribute('data-state', 'baking');

@@ -54,9 +54,68 @@ pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
     }
 }
 
+/// One component of a config: its section (`sources`, `transforms`, `sinks`) and its key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Component {
+    pub kind: String,
+    pub key: String,
+}
+
+/// The components a config names, in its order: the keys under `sources`, `transforms` and
+/// `sinks`. A config that does not parse names none (the node page offers nothing to sample).
+pub fn components(text: &str) -> Vec<Component> {
+    let Ok(docs) = Yaml::load_from_str(text) else {
+        return Vec::new();
+    };
+    let Some(top) = docs.first().and_then(|d| d.as_mapping()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for section in ["sources", "transforms", "sinks"] {
+        let found = top
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(section))
+            .and_then(|(_, v)| v.as_mapping());
+        for key in found.into_iter().flat_map(|m| m.keys()) {
+            if let Some(key) = key.as_str() {
+                out.push(Component {
+                    kind: section.to_owned(),
+                    key: key.to_owned(),
+                });
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn components_are_the_keys_of_sources_transforms_and_sinks_in_order() {
+        let text = "sources:\n  in: {type: stdin}\n  files: {type: file}\n\
+                    transforms:\n  parse: {type: remap, inputs: [in]}\n\
+                    sinks:\n  out: {type: console, inputs: [parse]}\n\
+                    api: {enabled: true}\n";
+        let found: Vec<(String, String)> = components(text)
+            .into_iter()
+            .map(|c| (c.kind, c.key))
+            .collect();
+        let expected = [
+            ("sources", "in"),
+            ("sources", "files"),
+            ("transforms", "parse"),
+            ("sinks", "out"),
+        ];
+        assert_eq!(
+            found,
+            expected.map(|(k, v)| (k.to_owned(), v.to_owned())).to_vec()
+        );
+        assert!(components("not: [yaml").is_empty());
+        assert!(components("- a list\n").is_empty());
+        assert!(components("sources: 3\n").is_empty());
+    }
 
     fn problem(text: &str) -> String {
         check_config_yaml(text).expect_err("refused").to_string()

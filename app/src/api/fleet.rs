@@ -161,8 +161,12 @@ pub async fn fleet_nodes(
     })
 }
 
+/// Audit entries a node's page shows, at most.
+#[cfg(feature = "ssr")]
+const NODE_HISTORY: i64 = 20;
+
 /// One node's page: the fleet row, host metrics and agent health from its latest
-/// heartbeat, and its newest 200 log lines.
+/// heartbeat, component metrics per pipeline, its history and its newest 200 log lines.
 #[server(endpoint = "node.get", input = Json)]
 pub async fn get_node(node_id: String) -> Result<NodeDetailView, ServerFnError> {
     use super::server::*;
@@ -192,8 +196,39 @@ pub async fn get_node(node_id: String) -> Result<NodeDetailView, ServerFnError> 
         .into_iter()
         .map(|l| (name_of(&l.pipeline_id), l.at, l.line))
         .collect();
+    let mut components = std::collections::BTreeMap::new();
+    for p in &d.view.pipelines {
+        let Some(version) = p.version else { continue };
+        // A version the node reports that is gone (its pipeline deleted) offers nothing.
+        if let Ok(v) = vf_control::pipelines::get_version(&ctl.db, &p.pipeline_id, version).await {
+            components.insert(
+                p.pipeline_id.clone(),
+                vf_rules::config::components(&v.config_yaml),
+            );
+        }
+    }
+    let component_metrics = d
+        .component_metrics
+        .iter()
+        .map(|(id, json)| (id.clone(), json_fields(&Some(json.clone()))))
+        .collect();
+    let filter = vf_control::audit::AuditFilter {
+        target_kind: Some("node".into()),
+        target_id: Some(node_id.clone()),
+        ..Default::default()
+    };
+    let history = vf_control::audit::list(&ctl.db, &filter, NODE_HISTORY)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|e| (e.at, e.actor, e.action))
+        .collect();
     let n = &d.view.node;
     Ok(NodeDetailView {
+        component_metrics,
+        history,
+        components,
+        live: n.kind == vf_control::agent::KIND_VF_AGENT && n.revoked_at.is_none(),
         now,
         environment_id: n.environment_id.clone(),
         hostname: n.hostname.clone(),

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod channel;
 pub mod edge;
 pub mod fleet;
 pub mod freeze;

@@ -115,6 +115,57 @@ async fn node_views(
         .collect())
 }
 
+/// Canary nodes whose logs the rollout view shows, at most.
+#[cfg(feature = "ssr")]
+const CANARY_LOG_NODES: usize = 10;
+/// Canary nodes whose logs are read, at most (the first targeted).
+#[cfg(feature = "ssr")]
+const CANARY_LOG_CANDIDATES: usize = 100;
+/// Lines shown per canary node.
+#[cfg(feature = "ssr")]
+const CANARY_LOG_LINES: i64 = 20;
+
+/// The newest lines of the release's canary nodes (targeted by a stage so far), nodes with
+/// error lines first, each node's error lines first.
+#[cfg(feature = "ssr")]
+async fn canary_logs_of(
+    ctl: &vf_control::Control,
+    pipeline_id: &str,
+    nodes: &[NodeOfPipeline],
+) -> vf_control::Result<Vec<crate::types::CanaryLogs>> {
+    use vf_control::channel::{is_error_line, recent_logs_of};
+    let mut canary: Vec<&NodeOfPipeline> = nodes.iter().filter(|n| n.stage.is_some()).collect();
+    canary.sort_by_key(|n| (n.stage, n.node.name.clone()));
+    // The earliest-targeted nodes are the canaries proper; a late stage's thousands are not
+    // read line by line here.
+    canary.truncate(CANARY_LOG_CANDIDATES);
+    let ids: Vec<String> = canary.iter().map(|n| n.node.id.clone()).collect();
+    let lines = recent_logs_of(&ctl.db, pipeline_id, &ids, CANARY_LOG_LINES).await?;
+    let mut out: Vec<crate::types::CanaryLogs> = canary
+        .iter()
+        .map(|n| {
+            let mut mine: Vec<(i64, String, bool)> = lines
+                .iter()
+                .filter(|(id, _)| *id == n.node.id)
+                .map(|(_, l)| (l.at, l.line.clone(), is_error_line(&l.line)))
+                .collect();
+            // Stable: errors first, each part oldest first.
+            mine.sort_by_key(|(_, _, error)| !*error);
+            crate::types::CanaryLogs {
+                node_id: n.node.id.clone(),
+                node_name: n.node.name.clone(),
+                stage: n.stage.unwrap_or_default(),
+                errors: mine.iter().filter(|l| l.2).count() as i64,
+                lines: mine,
+            }
+        })
+        .filter(|c| !c.lines.is_empty())
+        .collect();
+    out.sort_by_key(|c| c.errors == 0);
+    out.truncate(CANARY_LOG_NODES);
+    Ok(out)
+}
+
 /// The nodes counted by agent status, process status and running version.
 #[cfg(feature = "ssr")]
 fn counts<'a>(nodes: impl Iterator<Item = &'a NodeOfPipeline>) -> NodeCounts {
@@ -228,6 +279,7 @@ pub async fn get_pipeline(
     let excluded = nodes.iter().filter(|n| !n.admitted()).count() as i64;
     let mut release = release;
     let mut waiting = crate::types::WaitingNodes::default();
+    let mut canary_logs = Vec::new();
     if let Some(r) = release.as_mut() {
         for (i, stage) in r.stages.iter_mut().enumerate() {
             let number = Some(i as i64 + 1);
@@ -238,8 +290,9 @@ pub async fn get_pipeline(
             waiting.count = not_targeted.clone().count() as i64;
             waiting.sample = not_targeted
                 .take(crate::preview::SAMPLE)
-                .map(|n| (n.node.name.clone(), n.served.version()))
+                .map(|n| (n.node.id.clone(), n.node.name.clone(), n.served.version()))
                 .collect();
+            canary_logs = canary_logs_of(&ctl, &p.id, &nodes).await.map_err(fail)?;
         }
     }
     let groups = fleet::list_node_groups(&ctl.db, &p.environment_id)
@@ -265,6 +318,7 @@ pub async fn get_pipeline(
         admitted,
         excluded,
         waiting,
+        canary_logs,
     })
 }
 

@@ -318,6 +318,8 @@ pub struct NodeDetail {
     pub view: NodeView,
     pub host_metrics: Option<String>,
     pub agent_report: Option<String>,
+    /// Per pipeline id, the `componentMetrics` of its latest report (JSON as reported).
+    pub component_metrics: std::collections::BTreeMap<String, String>,
 }
 
 /// The node `id` (revoked ones too: their page says so), as of `now`: its row with what it
@@ -339,18 +341,30 @@ pub async fn node_detail(db: &Db, id: &str, now: i64) -> Result<NodeDetail> {
     .await?
     .ok_or_else(|| ControlError::NotFound(format!("node {id}")))?;
     db.last_seen.overlay(std::slice::from_mut(&mut row.node));
-    let mut pipelines: Vec<PipelineStatusRow> = sqlx::query_as(crate::sql!(
-        "SELECT {STATUS_COLUMNS} FROM node_pipeline_status WHERE node_id = $1"
+    #[derive(sqlx::FromRow)]
+    struct WithMetrics {
+        #[sqlx(flatten)]
+        status: PipelineStatusRow,
+        component_metrics: Option<String>,
+    }
+    let rows: Vec<WithMetrics> = sqlx::query_as(crate::sql!(
+        "SELECT {STATUS_COLUMNS}, component_metrics FROM node_pipeline_status WHERE node_id = $1"
     ))
     .bind(id)
     .fetch_all(&db.pool)
     .await?;
+    let component_metrics = rows
+        .iter()
+        .filter_map(|r| Some((r.status.pipeline_id.clone(), r.component_metrics.clone()?)))
+        .collect();
+    let mut pipelines: Vec<PipelineStatusRow> = rows.into_iter().map(|r| r.status).collect();
     // Sorted here, as the fleet view sorts: the same order on both databases.
     pipelines.sort_unstable_by(|a, b| a.pipeline_id.cmp(&b.pipeline_id));
     Ok(NodeDetail {
         view: NodeView::new(row.node, pipelines, now),
         host_metrics: row.host_metrics,
         agent_report: row.agent_report,
+        component_metrics,
     })
 }
 

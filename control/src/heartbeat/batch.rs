@@ -355,7 +355,8 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
         let statement = crate::sql!(
             "INSERT INTO node_pipeline_status (node_id, pipeline_id, version, status, events_in,
                 events_out, errors_total, events_discarded, bytes_in, bytes_out, uptime_seconds,
-                pid, config_checksum, recent_logs, updated_at, failed_version, failed_reason)
+                pid, config_checksum, recent_logs, updated_at, failed_version, failed_reason,
+                component_metrics)
              VALUES {}
              ON CONFLICT (node_id, pipeline_id) DO UPDATE SET version = excluded.version,
                 status = excluded.status, events_in = excluded.events_in,
@@ -364,8 +365,9 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 bytes_out = excluded.bytes_out, uptime_seconds = excluded.uptime_seconds,
                 pid = excluded.pid, config_checksum = excluded.config_checksum,
                 recent_logs = excluded.recent_logs, updated_at = excluded.updated_at,
-                failed_version = excluded.failed_version, failed_reason = excluded.failed_reason",
-            db.dialect.tuples(chunk.len(), 17, 1)
+                failed_version = excluded.failed_version, failed_reason = excluded.failed_reason,
+                component_metrics = excluded.component_metrics",
+            db.dialect.tuples(chunk.len(), 18, 1)
         );
         let mut query = sqlx::query(statement);
         for ((node, pipeline), (r, now)) in chunk {
@@ -386,7 +388,8 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 .bind(&r.recent_logs)
                 .bind(*now)
                 .bind(r.failed_version)
-                .bind(&r.failed_reason);
+                .bind(&r.failed_reason)
+                .bind(&r.component_metrics);
         }
         query.execute(&mut *tx).await?;
     }

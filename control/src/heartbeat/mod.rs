@@ -180,7 +180,13 @@ pub(crate) struct Report {
     /// `failedVersion`: a version the agent reverted from, and why.
     pub failed_version: Option<i64>,
     pub failed_reason: Option<String>,
+    /// `componentMetrics` as JSON, when it fits [`MAX_COMPONENT_METRICS`].
+    pub component_metrics: Option<String>,
 }
+
+/// The most bytes of one report's `componentMetrics` kept; a larger one is not stored (JSON
+/// cannot be cut), and the node page says there are none.
+pub(crate) const MAX_COMPONENT_METRICS: usize = 16 * 1024;
 
 impl Report {
     /// The version this report says crashed: one the agent went back from, or the version
@@ -207,7 +213,14 @@ impl Report {
                 serde_json::to_string(&last)
             })
             .transpose()?;
+        let component_metrics = r
+            .component_metrics
+            .as_ref()
+            .filter(|m| !m.is_null())
+            .map(|m| storable(&m.to_string()))
+            .filter(|m| m.len() <= MAX_COMPONENT_METRICS);
         Ok(Report {
+            component_metrics,
             status: cut_status(&r.status),
             pipeline_id: r.pipeline_id,
             version: r.version,

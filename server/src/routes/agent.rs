@@ -13,7 +13,7 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use vf_control::delivery::KnownNode;
 use vf_control::fleet;
-use vf_control::{agent, channel, heartbeat, push};
+use vf_control::{agent, channel, heartbeat};
 use vf_protocol::{
     EnrollRequest, Heartbeat, HeartbeatAck, PipelineLogs, PushMessage, SampleResult, SampleResults,
     TapEvents, CONFIG_PATH, ENROLL_PATH, HEARTBEAT_PATH, LOGS_PATH, PUSH_PATH, SAMPLES_PATH,
@@ -258,9 +258,7 @@ async fn push_stream(
         .ok_or(ApiError(vf_control::ControlError::Unauthorized))?
         .to_owned();
     let config = agent::config_for(ctl, &node, ctl.settings.poll_interval_ms).await?;
-    let connection = ctl
-        .push
-        .connect(node.node.id.clone(), token, push::served_set(&config));
+    let connection = ctl.push.connect(node.node.id.clone(), token, &config);
     let events = futures::stream::unfold(connection, |mut connection| async move {
         let message = connection.messages.recv().await?;
         Some((event(&message), connection))

@@ -12,13 +12,13 @@ use vf_control::channel;
 use crate::helpers::{bad_request_message, TestApp};
 
 /// An open push stream, read message by message.
-struct PushStream {
-    resp: reqwest::Response,
-    pending: String,
+pub(crate) struct PushStream {
+    pub(crate) resp: reqwest::Response,
+    pub(crate) pending: String,
 }
 
 impl PushStream {
-    async fn open(app: &TestApp, node_token: &str) -> PushStream {
+    pub(crate) async fn open(app: &TestApp, node_token: &str) -> PushStream {
         let resp = app
             .client
             .get(format!("{}/api/agent/push", app.url))
@@ -36,7 +36,7 @@ impl PushStream {
 
     /// The next message's JSON (`data:` line) within `wait`; `None` when nothing came or the
     /// stream ended.
-    async fn next(&mut self, wait: Duration) -> Option<Value> {
+    pub(crate) async fn next(&mut self, wait: Duration) -> Option<Value> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             if let Some(end) = self.pending.find("\n\n") {
@@ -62,7 +62,7 @@ impl PushStream {
     }
 }
 
-const SOON: Duration = Duration::from_secs(5);
+pub(crate) const SOON: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn a_deploy_is_pushed_to_exactly_the_nodes_it_changes() {
@@ -143,7 +143,12 @@ const ROUTES: [(&str, &str); 4] = [
     ),
 ];
 
-async fn post(app: &TestApp, path: &str, token: Option<&str>, body: String) -> reqwest::Response {
+pub(crate) async fn post(
+    app: &TestApp,
+    path: &str,
+    token: Option<&str>,
+    body: String,
+) -> reqwest::Response {
     let mut req = app
         .client
         .post(format!("{}{path}", app.url))
@@ -321,10 +326,21 @@ async fn a_change_committed_through_one_replica_is_pushed_by_another_on_postgres
     assert_eq!(message["type"], "config_changed");
     assert_eq!(message["pipelineId"], pipeline.id);
     assert_eq!(message["reason"], "now served v2 (was v1)");
+
+    // An operator's sample request made through the first server reaches it too.
+    let request = app
+        .call_ok(
+            "node.sample",
+            json!({"node_id": node.node_id, "pipeline_id": pipeline.id, "component_keys": ["in"]}),
+        )
+        .await;
+    let message = on_replica.next(SOON).await.expect("the request is pushed");
+    assert_eq!(message["type"], "sample_request");
+    assert_eq!(message["requestId"], request);
 }
 
 /// Polls `check` every 50 ms for up to 10 s.
-async fn eventually(what: &str, check: impl Fn() -> bool) {
+pub(crate) async fn eventually(what: &str, check: impl Fn() -> bool) {
     for _ in 0..200 {
         if check() {
             return;
@@ -424,7 +440,8 @@ async fn a_nodes_page_shows_what_its_agent_reported_of_the_host_itself_and_its_l
     let node = app.enroll("edge-1", &[("zone", "eu")]).await;
     let token = Some(node.node_token.as_str());
     let heartbeat = json!({
-        "pipelines": [{"pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": 42}],
+        "pipelines": [{"pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": 42,
+                       "componentMetrics": {"in": {"receivedEvents": 42}}}],
         "hostMetrics": {"memory": {"usedBytes": 1024}},
         "agentHealth": {"pushConnected": true, "pollErrorsTotal": 0},
         "runningAs": "vector",
@@ -451,6 +468,11 @@ async fn a_nodes_page_shows_what_its_agent_reported_of_the_host_itself_and_its_l
     assert_eq!(page["node"]["pipelines"][0]["pipeline_name"], "logs");
     assert_eq!(page["node"]["pipelines"][0]["events_in"], 42);
     assert_eq!(page["host_metrics"], json!([["memory.usedBytes", "1024"]]));
+    assert_eq!(
+        page["component_metrics"][&pipeline.id],
+        json!([["in.receivedEvents", "42"]])
+    );
+    assert_eq!(page["history"][0][2], "node.enroll", "its history: {page}");
     assert!(page["agent_health"]
         .as_array()
         .unwrap()

@@ -101,6 +101,7 @@ async fn a_bad_page_or_filter_is_refused_naming_the_field() {
 #[tokio::test]
 async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
     let app = TestApp::spawn().await;
+    let mut tokens = std::collections::HashMap::new();
     for (name, wave) in [
         ("a-1", "a"),
         ("a-2", "a"),
@@ -108,7 +109,8 @@ async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
         ("b-2", "b"),
         ("b-3", "b"),
     ] {
-        app.enroll(name, &[("wave", wave), ("tier", "edge")]).await;
+        let enrolled = app.enroll(name, &[("wave", wave), ("tier", "edge")]).await;
+        tokens.insert(name, enrolled.node_token);
     }
     app.enroll("db-1", &[("tier", "db")]).await;
     let p = app.create_pipeline("logs", &[("tier", "edge")]).await;
@@ -130,7 +132,65 @@ async fn the_pipeline_view_counts_its_nodes_and_pages_them_by_stage() {
     assert_eq!(detail["excluded"], 1);
     assert_eq!(detail["release"]["stages"][0]["counts"]["total"], 2);
     assert_eq!(detail["waiting"]["count"], 3);
-    assert_eq!(detail["waiting"]["sample"][0], json!(["b-1", 1]));
+    assert_eq!(detail["waiting"]["sample"][0][1], "b-1");
+    assert_eq!(detail["waiting"]["sample"][0][2], 1);
+    assert!(
+        detail["waiting"]["sample"][0][0].is_string(),
+        "with its id, to link its page"
+    );
+    assert_eq!(
+        detail["canary_logs"],
+        json!([]),
+        "no canary logged anything yet"
+    );
+
+    // Canary nodes' logs, the node with errors first and its error lines first; a node not
+    // targeted yet is not a canary.
+    for (name, lines) in [
+        ("a-1", json!(["v2 started"])),
+        (
+            "a-2",
+            json!([
+                "v2 started",
+                "ERROR sink out: connection refused",
+                "retrying"
+            ]),
+        ),
+        ("b-1", json!(["ERROR not a canary"])),
+    ] {
+        let resp = app
+            .client
+            .post(format!("{}/api/agent/logs", app.url))
+            .bearer_auth(&tokens[name])
+            .json(&json!([{"pipelineId": p.id, "lines": lines}]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    let detail = app.call_ok("pipeline.get", json!({"id": p.id})).await;
+    let logs = detail["canary_logs"].as_array().unwrap();
+    let named: Vec<&str> = logs
+        .iter()
+        .map(|l| l["node_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["a-2", "a-1"]);
+    assert_eq!(logs[0]["errors"], 1);
+    assert_eq!(logs[0]["stage"], 1);
+    let lines: Vec<&str> = logs[0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l[1].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "ERROR sink out: connection refused",
+            "v2 started",
+            "retrying"
+        ]
+    );
 
     let nodes = |body: Value| {
         let mut body = body;

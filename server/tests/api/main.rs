@@ -9,6 +9,7 @@ mod accounts;
 mod admission;
 mod agent_channel;
 mod agent_protocol;
+mod agent_requests;
 mod bootstrap;
 mod config_checks;
 mod delivery_consistency;

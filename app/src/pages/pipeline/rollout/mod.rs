@@ -17,7 +17,8 @@ use crate::api::releases::{
 };
 use crate::components::{ErrorBox, Loaded, Status, StatusBadge};
 use crate::types::{
-    plural, DiffView, NodeCounts, PipelineDetail, ReleaseCharts, ReleaseView, WaitingNodes,
+    plural, CanaryLogs, DiffView, NodeCounts, PipelineDetail, ReleaseCharts, ReleaseView,
+    WaitingNodes,
 };
 use checks::{LiveChecks, RefusedAttempts};
 use countdown::{format_remaining, timing_text, Countdown};
@@ -215,6 +216,7 @@ pub fn RolloutView(
             <ol class="stages" data-testid="stages">
                 {(0..r.stage_count as usize).map(|i| view! { <StageCard r=r.clone() index=i shown series/> }).collect_view()}
             </ol>
+            {in_flight.then(|| view! { <CanaryLogsView logs=d.canary_logs.clone()/> })}
             {in_flight.then(|| view! { <Waiting waiting r=r.clone()/> })}
         </section>
     }
@@ -464,6 +466,41 @@ fn StageCounts(counts: NodeCounts) -> impl IntoView {
     }
 }
 
+/// The canary nodes' newest log lines for this pipeline, nodes with errors first and each
+/// node's error lines first, each node linking to its page.
+#[component]
+fn CanaryLogsView(logs: Vec<CanaryLogs>) -> impl IntoView {
+    if logs.is_empty() {
+        return None;
+    }
+    let erring = logs.iter().filter(|l| l.errors > 0).count() as i64;
+    // Open when something went wrong: errors are what an operator looks for here.
+    let open = erring > 0;
+    let summary = match erring {
+        0 => "Canary nodes' logs (no errors)".to_string(),
+        n => format!("Canary nodes' logs ({} with errors)", plural(n, "node")),
+    };
+    Some(view! {
+        <details class="canary-logs" data-testid="canary-logs" open=open>
+            <summary>{summary}</summary>
+            {logs.into_iter().map(|l| view! {
+                <div class="canary-log" data-node=l.node_name.clone()>
+                    <h4>
+                        <a href=format!("/nodes/{}", l.node_id)>{l.node_name.clone()}</a>
+                        <span class="muted small">{format!(" stage {} - {}", l.stage, plural(l.errors, "error line"))}</span>
+                    </h4>
+                    <pre class="logs">
+                        {l.lines.into_iter().map(|(at, line, error)| {
+                            let mark = if error { "!" } else { " " };
+                            format!("{mark} {} {line}\n", crate::types::format_time(at))
+                        }).collect::<String>()}
+                    </pre>
+                </div>
+            }).collect_view()}
+        </details>
+    })
+}
+
 #[component]
 fn Waiting(waiting: WaitingNodes, r: ReleaseView) -> impl IntoView {
     let held_on = match r.previous_version {
@@ -480,9 +517,9 @@ fn Waiting(waiting: WaitingNodes, r: ReleaseView) -> impl IntoView {
                 view! {
                     <p class="muted">{format!("These nodes are {held_on} until their stage opens.")}</p>
                     <ul class="chips">
-                        {waiting.sample.into_iter().map(|(name, served)| {
+                        {waiting.sample.into_iter().map(|(id, name, served)| {
                             let label = match served { Some(v) => format!("{name} (v{v})"), None => format!("{name} (withheld)") };
-                            view! { <li class="chip" data-node=name>{label}</li> }
+                            view! { <li class="chip" data-node=name><a href=format!("/nodes/{id}")>{label}</a></li> }
                         }).collect_view()}
                         {(more > 0).then(|| view! { <li class="chip muted">{format!("and {more} more")}</li> })}
                     </ul>
