@@ -274,3 +274,52 @@ async fn a_simulated_agent_answers_samples_and_taps_restarts_and_ships_its_log()
         "no sampled or tapped event reaches any log"
     );
 }
+
+#[tokio::test]
+async fn an_agent_running_a_command_ships_its_output_and_says_it_cannot_sample() {
+    let app = TestApp::spawn().await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    app.deploy(&pipeline.id, CONFIG).await;
+    let options = vf_agent::AgentOptions {
+        command: Some("echo listening on :9000; exec sleep 60".into()),
+        ..app.agent_options("cmd-1", &[])
+    };
+    let mut agent = vf_agent::Agent::start(options).await.expect("enrolls");
+    let node_id = agent.node_id().to_owned();
+    let request = app
+        .call_ok(
+            "node.sample",
+            json!({"node_id": node_id, "pipeline_id": pipeline.id, "component_keys": ["in"]}),
+        )
+        .await;
+    // Polls until the process's output went out (it is shipped after each poll); the first
+    // poll also finds the sample request in the config document.
+    let mut shipped = false;
+    for _ in 0..50 {
+        agent.poll_once().await.expect("polls");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let page = app.call_ok("node.get", json!({"node_id": node_id})).await;
+        let lines: Vec<String> = page["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l[2].as_str().unwrap().to_owned())
+            .collect();
+        if lines.contains(&"listening on :9000".to_owned()) {
+            assert_eq!(lines[0], "v1 started", "the agent's own line comes first");
+            shipped = true;
+            break;
+        }
+    }
+    assert!(shipped, "the command's output reached the node's log");
+    let answered = until(
+        &app,
+        "node.sample.results",
+        json!({"node_id": node_id, "request_id": request}),
+        |a| a["results"].as_array().is_some_and(|r| r.len() == 1),
+    )
+    .await;
+    let error = answered["results"][0]["error"].as_str().unwrap();
+    assert!(error.contains("cannot sample"), "{error}");
+    agent.stop_all().await;
+}
