@@ -113,27 +113,11 @@ pub fn schema_of(events: &[Value]) -> Vec<SchemaField> {
     out
 }
 
-/// Unix milliseconds as an RFC 3339 UTC time with milliseconds (`2026-12-06T21:40:00.250Z`).
+/// Unix milliseconds as an RFC 3339 UTC time with milliseconds (`2026-12-06T21:40:00.250Z`);
+/// times before 1970 read as 1970.
 pub fn rfc3339(unix_ms: i64) -> String {
-    let days = unix_ms.div_euclid(86_400_000);
-    let ms_of_day = unix_ms.rem_euclid(86_400_000);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        ms_of_day / 3_600_000,
-        ms_of_day / 60_000 % 60,
-        ms_of_day / 1000 % 60,
-        ms_of_day % 1000
-    )
+    let since_epoch = std::time::Duration::from_millis(u64::try_from(unix_ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + since_epoch).to_string()
 }
 
 #[cfg(test)]
