@@ -13,7 +13,7 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "clippy (server side, warnings denied)"
-cargo clippy -p vf-protocol -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app -p edge-client --all-targets -- -D warnings
+cargo clippy -p vf-protocol -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app -p edge-client -p vfctl --all-targets -- -D warnings
 step "clippy (browser side, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
@@ -26,7 +26,7 @@ esac
 export VF_TEST_POSTGRES_URL
 
 step "cargo test (SQLite and PostgreSQL)"
-cargo test -p vf-protocol -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app -p edge-client 2>&1 | tee "$log"
+cargo test -p vf-protocol -p vf-rules -p vf-rolling -p vf-agent -p vf-control -p server -p app -p edge-client -p vfctl 2>&1 | tee "$log"
 
 step "build the app (cargo leptos build)"
 cargo leptos build

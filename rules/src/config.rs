@@ -6,7 +6,7 @@
 //! validator command for that (`VF_CONFIG_VALIDATE_COMMAND`), and refuses a config identical
 //! to the deployed or in-flight version (it needs the stored versions to say so).
 
-use saphyr::{LoadableYamlNode, Yaml};
+use saphyr::{LoadableYamlNode, Scalar, Yaml};
 
 /// Why a config was refused, and where: `line` and `column` are 1-based, as an editor shows
 /// them.
@@ -54,6 +54,52 @@ pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
     }
 }
 
+/// One YAML (or JSON) document as JSON, for files written in either (a rollout plan read by
+/// `vfctl`). Tags are dropped, mapping keys become strings, and a broken document is refused
+/// at its line and column as [`check_config_yaml`] refuses it.
+pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, ConfigProblem> {
+    let docs = Yaml::load_from_str(text).map_err(|e| ConfigProblem {
+        line: e.marker().line().max(1),
+        column: e.marker().col() + 1,
+        message: e.info().to_owned(),
+    })?;
+    match docs.as_slice() {
+        [doc] => Ok(json_of(doc)),
+        [] => Err(ConfigProblem::at_start("the document is empty")),
+        [_, _, ..] => Err(ConfigProblem::at_start(
+            "expected one document, found several",
+        )),
+    }
+}
+
+fn json_of(node: &Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    match node {
+        Yaml::Value(Scalar::Null) | Yaml::Alias(_) | Yaml::BadValue => Value::Null,
+        Yaml::Value(Scalar::Boolean(b)) => Value::Bool(*b),
+        Yaml::Value(Scalar::Integer(i)) => Value::from(*i),
+        Yaml::Value(Scalar::FloatingPoint(f)) => {
+            serde_json::Number::from_f64(f.into_inner()).map_or(Value::Null, Value::Number)
+        }
+        Yaml::Value(Scalar::String(s)) | Yaml::Representation(s, _, _) => {
+            Value::String(s.to_string())
+        }
+        Yaml::Sequence(items) => Value::Array(items.iter().map(json_of).collect()),
+        Yaml::Mapping(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let key = match json_of(k) {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (key, json_of(v))
+                })
+                .collect(),
+        ),
+        Yaml::Tagged(_, inner) => json_of(inner),
+    }
+}
+
 /// One component of a config: its section (`sources`, `transforms`, `sinks`) and its key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Component {
@@ -91,6 +137,23 @@ pub fn components(text: &str) -> Vec<Component> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_and_json_documents_read_as_the_same_json() {
+        let yaml = "stages:\n  - selector: {percentage: 25}\n    bakeSeconds: 300\n    gates: []\n\
+                    autoAdvance: true\nratio: 0.5\nnothing: ~\n";
+        let json = r#"{"stages": [{"selector": {"percentage": 25}, "bakeSeconds": 300, "gates": []}],
+                       "autoAdvance": true, "ratio": 0.5, "nothing": null}"#;
+        let expected = serde_json::json!({
+            "stages": [{"selector": {"percentage": 25}, "bakeSeconds": 300, "gates": []}],
+            "autoAdvance": true, "ratio": 0.5, "nothing": null,
+        });
+        assert_eq!(yaml_to_json(yaml), Ok(expected.clone()));
+        assert_eq!(yaml_to_json(json), Ok(expected));
+        let broken = yaml_to_json("stages: [1, 2\n").expect_err("refused");
+        assert_eq!(broken.line, 2);
+        assert!(yaml_to_json("").is_err());
+    }
 
     #[test]
     fn components_are_the_keys_of_sources_transforms_and_sinks_in_order() {

@@ -6,8 +6,10 @@
 // Test helpers (not only #[test] fns) may panic on setup failure.
 #![allow(clippy::unwrap_used)]
 
+mod cli;
 mod delivery;
 mod fixture;
+mod push;
 mod replicas;
 mod restart;
 mod server;
