@@ -28,13 +28,18 @@ impl ConfigProblem {
     }
 }
 
-/// Checks that `text` is one YAML document with a mapping at the top.
-pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
-    let docs = Yaml::load_from_str(text).map_err(|e| ConfigProblem {
+/// The YAML documents of `text`, or where it stops being YAML.
+fn documents(text: &str) -> Result<Vec<Yaml<'_>>, ConfigProblem> {
+    Yaml::load_from_str(text).map_err(|e| ConfigProblem {
         line: e.marker().line().max(1),
         column: e.marker().col() + 1,
         message: e.info().to_owned(),
-    })?;
+    })
+}
+
+/// Checks that `text` is one YAML document with a mapping at the top.
+pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
+    let docs = documents(text)?;
     match docs.as_slice() {
         [] => Err(ConfigProblem::at_start("the config is empty")),
         [doc] if doc.is_mapping() => Ok(()),
@@ -58,11 +63,7 @@ pub fn check_config_yaml(text: &str) -> Result<(), ConfigProblem> {
 /// `vfctl`). Tags are dropped, mapping keys become strings, and a broken document is refused
 /// at its line and column as [`check_config_yaml`] refuses it.
 pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, ConfigProblem> {
-    let docs = Yaml::load_from_str(text).map_err(|e| ConfigProblem {
-        line: e.marker().line().max(1),
-        column: e.marker().col() + 1,
-        message: e.info().to_owned(),
-    })?;
+    let docs = documents(text)?;
     match docs.as_slice() {
         [doc] => Ok(json_of(doc)),
         [] => Err(ConfigProblem::at_start("the document is empty")),
@@ -110,7 +111,7 @@ pub struct Component {
 /// The components a config names, in its order: the keys under `sources`, `transforms` and
 /// `sinks`. A config that does not parse names none (the node page offers nothing to sample).
 pub fn components(text: &str) -> Vec<Component> {
-    let Ok(docs) = Yaml::load_from_str(text) else {
+    let Ok(docs) = documents(text) else {
         return Vec::new();
     };
     let Some(top) = docs.first().and_then(|d| d.as_mapping()) else {
