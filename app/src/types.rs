@@ -620,3 +620,38 @@ mod flatten_tests {
         );
     }
 }
+
+/// A registered webhook (its secret is never shown again after creation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookView {
+    pub id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    /// Sends a Slack-compatible `{"text": ...}` body instead of the event JSON.
+    pub slack: bool,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+/// A webhook just created, with its secret: shown this once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedWebhook {
+    pub webhook: WebhookView,
+    pub secret: String,
+}
+
+/// One delivery of a webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryView {
+    pub id: String,
+    pub event: String,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub next_attempt_at: Option<i64>,
+    pub last_attempt_at: Option<i64>,
+    pub response_code: Option<i64>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+}

@@ -74,6 +74,8 @@ pub enum Target<'a> {
     Group(&'a str),
     EnrollmentToken(&'a str),
     ApiToken(&'a str),
+    Webhook(&'a str),
+    WebhookDelivery(&'a str),
 }
 
 /// What [`authorize`] found: who acts, and the role they hold where they act (pages hide
@@ -137,6 +139,12 @@ async fn environment_of(db: &Db, target: Target<'_>) -> Result<String> {
             id,
         ),
         Target::ApiToken(id) => ("SELECT environment_id FROM api_tokens WHERE id = $1", "API token", id),
+        Target::Webhook(id) => ("SELECT environment_id FROM webhooks WHERE id = $1", "webhook", id),
+        Target::WebhookDelivery(id) => (
+            "SELECT w.environment_id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1",
+            "webhook delivery",
+            id,
+        ),
         Target::Global | Target::Any => return Ok(ALL_ENVIRONMENTS.to_string()),
     };
     sqlx::query_scalar::<_, String>(query)

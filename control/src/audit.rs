@@ -114,11 +114,15 @@ pub enum AuditAction {
     NodeTapStop,
     /// `node.restart`: an operator had a node restart a pipeline.
     NodeRestart,
+    /// `webhook.create`: an admin registered a webhook.
+    WebhookCreate,
+    /// `webhook.delete`.
+    WebhookDelete,
 }
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 40] = {
+    pub const ALL: [AuditAction; 42] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -161,6 +165,8 @@ impl AuditAction {
             NodeTapStart,
             NodeTapStop,
             NodeRestart,
+            WebhookCreate,
+            WebhookDelete,
         ]
     };
 
@@ -208,6 +214,8 @@ impl AuditAction {
             NodeTapStart => "node.tap_start",
             NodeTapStop => "node.tap_stop",
             NodeRestart => "node.restart",
+            WebhookCreate => "webhook.create",
+            WebhookDelete => "webhook.delete",
         }
     }
 
@@ -221,6 +229,7 @@ impl AuditAction {
             PipelineCreate | PipelineDeploy => "pipeline",
             NodeEnroll | NodeLabels | NodeRevoke | NodeSample | NodeTapStart | NodeTapStop
             | NodeRestart => "node",
+            WebhookCreate | WebhookDelete => "webhook",
             NodeGroupCreate | NodeGroupDelete => "node_group",
             EnvironmentCreate | EnvironmentLineStop | EnvironmentLineLift => "environment",
             FreezeWindowCreate | FreezeWindowDelete => "freeze_window",
@@ -355,9 +364,11 @@ async fn record(conn: &mut AnyConnection, now: i64, entry: AuditEntry<'_>) -> Re
     .bind(entry.actor.ip.as_deref())
     .bind(&prev_hash)
     .bind(&hash)
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
-    Ok(())
+    // Webhooks hear of it in the same transaction: delivered at least once if it commits,
+    // never if it does not.
+    crate::webhooks::enqueue(conn, now, &entry).await
 }
 
 /// The stored fields a row's hash covers.
@@ -732,7 +743,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 40] = {
+    const SPELLED: [(AuditAction, &str); 42] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -775,6 +786,8 @@ mod tests {
             (NodeTapStart, "node.tap_start"),
             (NodeTapStop, "node.tap_stop"),
             (NodeRestart, "node.restart"),
+            (WebhookCreate, "webhook.create"),
+            (WebhookDelete, "webhook.delete"),
         ]
     };
 

@@ -29,6 +29,7 @@ mod revoke;
 pub mod rolling;
 #[doc(hidden)]
 pub mod testing;
+pub mod webhooks;
 
 pub use audit::Actor;
 pub use clock::{Clock, ManualClock, SystemClock};

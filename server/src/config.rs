@@ -50,6 +50,8 @@ pub struct Config {
     pub last_seen_flush_ms: Option<u64>,
     /// How often the push watcher reads the fleet generation (`VF_PUSH_CHECK_MS`).
     pub push_check_ms: u64,
+    /// How often the webhook worker looks for deliveries due (`VF_WEBHOOK_INTERVAL_MS`).
+    pub webhook_interval_ms: u64,
     pub prometheus: Option<PromSettings>,
     /// `VF_CONFIG_VALIDATE_COMMAND` (+ `VF_CONFIG_VALIDATE_TIMEOUT_MS`).
     pub config_validator: Option<ConfigValidator>,
@@ -238,6 +240,13 @@ impl Config {
         )?;
         let push_check_ms =
             parse_int("VF_PUSH_CHECK_MS", get("VF_PUSH_CHECK_MS"), 250, 10, 60_000)? as u64;
+        let webhook_interval_ms = parse_int(
+            "VF_WEBHOOK_INTERVAL_MS",
+            get("VF_WEBHOOK_INTERVAL_MS"),
+            1_000,
+            10,
+            60_000,
+        )? as u64;
         let prometheus = match get("VF_PROMETHEUS_URL") {
             None => None,
             Some(url) => {
@@ -358,6 +367,7 @@ impl Config {
                 .then_some(scheduler_interval_ms as u64),
             last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
             push_check_ms,
+            webhook_interval_ms,
             db_max_connections,
             prometheus,
             config_validator,
@@ -378,6 +388,9 @@ impl Config {
             "DATABASE_URL" => Some(url.clone()),
             "LEPTOS_SITE_ADDR" => Some("127.0.0.1:0".into()),
             "VF_SCHEDULER_INTERVAL_MS" => Some("0".into()),
+            // Tests send webhook deliveries themselves (`webhooks::deliver_due`), at the
+            // instant they choose.
+            "VF_WEBHOOK_INTERVAL_MS" => Some("60000".into()),
             _ => None,
         })
         .unwrap_or_else(|e| panic!("test config: {e}"))

@@ -40,6 +40,7 @@ pub struct Application {
     scheduler_interval: Option<Duration>,
     last_seen_flush: Option<Duration>,
     push_check: Duration,
+    webhook_interval: Duration,
     pub addr: SocketAddr,
     pub control: Control,
     /// Held while serving: one server process per SQLite file
@@ -111,6 +112,7 @@ pub async fn build_with_clock(
         scheduler_interval: config.scheduler_interval_ms.map(Duration::from_millis),
         last_seen_flush: config.last_seen_flush_ms.map(Duration::from_millis),
         push_check: Duration::from_millis(config.push_check_ms),
+        webhook_interval: Duration::from_millis(config.webhook_interval_ms),
         addr,
         control,
         _sqlite_lock: sqlite_lock,
@@ -355,6 +357,13 @@ impl Application {
         tracing::info!(addr = %self.addr, "listening");
         let (stop_scheduler, stopped) = tokio::sync::watch::channel(false);
         let stopped_push = stopped.clone();
+        // Webhook deliveries go out from the outbox; a pass in progress at shutdown is
+        // simply cut short (what it did not record is sent again: at least once).
+        let webhooks = tokio::spawn(vf_control::webhooks::run(
+            self.control.clone(),
+            self.webhook_interval,
+            stopped.clone(),
+        ));
         let scheduler = self.scheduler_interval.map(|every| {
             tokio::spawn(crate::scheduler::run(
                 self.control.clone(),
@@ -405,6 +414,13 @@ impl Application {
             let _ = flusher.await;
         }
         let _ = pusher.await;
+        // A delivery pass may be waiting on a slow receiver: give it a moment, then stop.
+        if tokio::time::timeout(Duration::from_secs(2), webhooks)
+            .await
+            .is_err()
+        {
+            tracing::info!("a webhook delivery pass was cut short by the shutdown");
+        }
         // Every request has been answered: what they recorded in memory is written now.
         self.control.db.heartbeats.settled().await;
         crate::scheduler::flush_once(&self.control).await;

@@ -12,6 +12,7 @@ pub mod pipelines;
 pub mod releases;
 #[cfg(feature = "ssr")]
 mod server;
+pub mod webhooks;
 
 use leptos::prelude::ServerFnError;
 

@@ -77,6 +77,10 @@ enum Fresh {
     /// The fixtures' environment with its line running, or stopped.
     LineRunning,
     LineStopped,
+    /// A webhook of the fixtures' environment.
+    Webhook,
+    /// A delivery of a webhook of the fixtures' environment.
+    WebhookDelivery,
 }
 
 struct Made {
@@ -226,6 +230,36 @@ fn table() -> Vec<Row> {
             Environment,
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "pipeline_id": fx.pipeline }),
+        ),
+        // --- webhooks
+        row(
+            Fn("webhook.create"),
+            Admin,
+            Environment,
+            F::Nothing,
+            |fx, _| json!({ "environment_id": fx.env, "url": "http://127.0.0.1:9/hook", "events": ["release.created"] }),
+        ),
+        row(Fn("webhook.list"), Admin, Environment, F::Nothing, env_body),
+        row(
+            Fn("webhook.delete"),
+            Admin,
+            Environment,
+            F::Webhook,
+            |_, m| json!({ "id": m.id }),
+        ),
+        row(
+            Fn("webhook.deliveries"),
+            Admin,
+            Environment,
+            F::Webhook,
+            |_, m| json!({ "webhook_id": m.id }),
+        ),
+        row(
+            Fn("webhook.redeliver"),
+            Admin,
+            Environment,
+            F::WebhookDelivery,
+            |_, m| json!({ "delivery_id": m.id }),
         ),
         row(
             Fn("fleet.node.labels"),
@@ -913,6 +947,35 @@ async fn make(app: &TestApp, fresh: Fresh, n: usize) -> Made {
                 .id,
         ),
         Fresh::Node => made(app.enroll(&name, &[]).await.node_id),
+        Fresh::Webhook | Fresh::WebhookDelivery => {
+            let events = ["release.created".to_string()];
+            let (hook, _) = vf_control::webhooks::create(
+                db,
+                &operator(),
+                &app.env_id,
+                "http://127.0.0.1:9/hook",
+                &events,
+                false,
+                None,
+                now,
+            )
+            .await
+            .unwrap();
+            if fresh == Fresh::Webhook {
+                return made(hook.id);
+            }
+            sqlx::query(
+                "INSERT INTO webhook_deliveries (id, webhook_id, event, body, status, created_at)
+                 VALUES ($1, $2, 'release.created', '{}', 'delivered', $3)",
+            )
+            .bind(&name)
+            .bind(&hook.id)
+            .bind(now)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+            made(name)
+        }
         Fresh::EnrollmentToken => made(
             fleet::create_enrollment_token(db, &operator(), &app.env_id, None, &name, now)
                 .await

@@ -43,3 +43,4 @@ mod release_unreadable_state;
 mod releases;
 mod revocation;
 mod secrets;
+mod webhooks;
