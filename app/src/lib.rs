@@ -92,6 +92,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/pipelines/:id") view=PipelinePage/>
                     <Route path=path!("/nodes/:id") view=pages::node::NodePage/>
                     <Route path=path!("/environments") view=EnvironmentsPage/>
+                    <Route path=path!("/webhooks") view=pages::webhooks::WebhooksPage/>
                     <Route path=path!("/admin/edge-config") view=EdgeConfigPage/>
                     <Route path=path!("/audit") view=pages::audit::AuditPage/>
                     <Route path=path!("/users") view=UsersPage/>

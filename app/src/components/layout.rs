@@ -95,6 +95,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <A href=move || format!("/groups{}", suffix())>"Node groups"</A>
                 <A href=move || format!("/pipelines{}", suffix())>"Pipelines"</A>
                 <A href=move || format!("/environments{}", suffix())>"Environments"</A>
+                <A href=move || format!("/webhooks{}", suffix())>"Webhooks"</A>
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         let roles = session.roles().await;

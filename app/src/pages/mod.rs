@@ -11,3 +11,4 @@ pub mod pipeline;
 pub mod pipelines;
 pub mod signin;
 pub mod users;
+pub mod webhooks;
