@@ -114,6 +114,10 @@ pub enum AuditAction {
     NodeTapStop,
     /// `node.restart`: an operator had a node restart a pipeline.
     NodeRestart,
+    /// `environment.freeze_start`: a freeze window of the environment opened.
+    EnvironmentFreezeStart,
+    /// `environment.freeze_end`: the environment's freeze ended.
+    EnvironmentFreezeEnd,
     /// `webhook.create`: an admin registered a webhook.
     WebhookCreate,
     /// `webhook.delete`.
@@ -122,7 +126,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in declaration order.
-    pub const ALL: [AuditAction; 42] = {
+    pub const ALL: [AuditAction; 44] = {
         use AuditAction::*;
         [
             ReleaseCreate,
@@ -165,6 +169,8 @@ impl AuditAction {
             NodeTapStart,
             NodeTapStop,
             NodeRestart,
+            EnvironmentFreezeStart,
+            EnvironmentFreezeEnd,
             WebhookCreate,
             WebhookDelete,
         ]
@@ -214,6 +220,8 @@ impl AuditAction {
             NodeTapStart => "node.tap_start",
             NodeTapStop => "node.tap_stop",
             NodeRestart => "node.restart",
+            EnvironmentFreezeStart => "environment.freeze_start",
+            EnvironmentFreezeEnd => "environment.freeze_end",
             WebhookCreate => "webhook.create",
             WebhookDelete => "webhook.delete",
         }
@@ -231,7 +239,11 @@ impl AuditAction {
             | NodeRestart => "node",
             WebhookCreate | WebhookDelete => "webhook",
             NodeGroupCreate | NodeGroupDelete => "node_group",
-            EnvironmentCreate | EnvironmentLineStop | EnvironmentLineLift => "environment",
+            EnvironmentCreate
+            | EnvironmentLineStop
+            | EnvironmentLineLift
+            | EnvironmentFreezeStart
+            | EnvironmentFreezeEnd => "environment",
             FreezeWindowCreate | FreezeWindowDelete => "freeze_window",
             EnrollmentTokenCreate | EnrollmentTokenRevoke => "enrollment_token",
             ApiTokenCreate | ApiTokenRevoke => "api_token",
@@ -743,7 +755,7 @@ mod tests {
 
     /// The stored spellings, written out once more: a change here is a change to every
     /// existing database's log, so it must be deliberate.
-    const SPELLED: [(AuditAction, &str); 42] = {
+    const SPELLED: [(AuditAction, &str); 44] = {
         use AuditAction::*;
         [
             (ReleaseCreate, "release.create"),
@@ -786,6 +798,8 @@ mod tests {
             (NodeTapStart, "node.tap_start"),
             (NodeTapStop, "node.tap_stop"),
             (NodeRestart, "node.restart"),
+            (EnvironmentFreezeStart, "environment.freeze_start"),
+            (EnvironmentFreezeEnd, "environment.freeze_end"),
             (WebhookCreate, "webhook.create"),
             (WebhookDelete, "webhook.delete"),
         ]

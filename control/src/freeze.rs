@@ -406,3 +406,83 @@ async fn each(
     }
     changed
 }
+
+/// What [`announce_freezes`] stores of the freeze it announced.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Announced {
+    window: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    until: i64,
+}
+
+/// Writes one audit entry (and so one webhook event) when an environment's freeze starts or
+/// ends: each environment's open freeze at `now` is compared with the one last announced,
+/// and the change is stored by compare-and-set in the same transaction as its entry, so of
+/// several replicas' schedulers exactly one announces it. Returns the entries written.
+pub async fn announce_freezes(ctl: &Control, now: i64) -> Result<usize> {
+    let environments: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT id, freeze_announced FROM environments
+         WHERE freeze_announced IS NOT NULL
+            OR id IN (SELECT environment_id FROM freeze_windows)",
+    )
+    .fetch_all(&ctl.db.pool)
+    .await?;
+    let mut written = 0;
+    for (environment_id, announced) in environments {
+        let open = hold_of(&ctl.db, &environment_id, now).await?.hold.freeze;
+        let (action, next) = match (&announced, open) {
+            (None, Some(f)) => (
+                AuditAction::EnvironmentFreezeStart,
+                Some(Announced {
+                    window: f.window,
+                    reason: f.reason,
+                    until: f.until,
+                }),
+            ),
+            (Some(_), None) => (AuditAction::EnvironmentFreezeEnd, None),
+            _ => continue,
+        };
+        let mut tx = audit::begin(&ctl.db).await?;
+        let next_text = next.as_ref().map(serde_json::to_string).transpose()?;
+        let done = match &announced {
+            None => sqlx::query(
+                "UPDATE environments SET freeze_announced = $1
+                 WHERE id = $2 AND freeze_announced IS NULL",
+            )
+            .bind(&next_text)
+            .bind(&environment_id),
+            Some(previous) => sqlx::query(
+                "UPDATE environments SET freeze_announced = $1
+                 WHERE id = $2 AND freeze_announced = $3",
+            )
+            .bind(&next_text)
+            .bind(&environment_id)
+            .bind(previous),
+        }
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            continue; // another replica announced it
+        }
+        let details = match (&next, &announced) {
+            (Some(n), _) => json!({ "window": n.window, "reason": n.reason, "until": n.until }),
+            (None, Some(previous)) => serde_json::from_str(previous).unwrap_or_else(|_| json!({})),
+            (None, None) => json!({}),
+        };
+        tx.commit(
+            now,
+            AuditEntry {
+                actor: &Actor::system("scheduler"),
+                action,
+                target_id: &environment_id,
+                environment_id: Some(&environment_id),
+                details,
+            },
+        )
+        .await?;
+        tracing::info!(environment_id, action = action.as_str(), "freeze announced");
+        written += 1;
+    }
+    Ok(written)
+}

@@ -26,7 +26,7 @@ use crate::ids::{new_id, new_token};
 use crate::{Control, ControlError, Db, Result};
 
 /// The events a webhook may ask for.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 10] = [
     "release.created",
     "stage.started",
     "gate.failed",
@@ -35,6 +35,8 @@ pub const EVENTS: [&str; 8] = [
     "release.completed",
     "release.rolled_back",
     "line.stopped",
+    "freeze.started",
+    "freeze.ended",
 ];
 
 /// How long after its event a delivery is still retried.
@@ -65,6 +67,8 @@ pub fn events_of(action: AuditAction, details: &Value) -> Vec<&'static str> {
         AuditAction::ReleaseComplete => "release.completed",
         AuditAction::ReleaseRollback => "release.rolled_back",
         AuditAction::EnvironmentLineStop => "line.stopped",
+        AuditAction::EnvironmentFreezeStart => "freeze.started",
+        AuditAction::EnvironmentFreezeEnd => "freeze.ended",
         _ => return Vec::new(),
     };
     let mut events = Vec::new();
@@ -97,14 +101,24 @@ pub fn retry_in_ms(attempts: i64) -> i64 {
 
 /// A Slack-compatible body (`{"text": ...}`) for an event's JSON body.
 pub fn slack_text(body: &Value) -> Value {
+    let event = body["event"].as_str().unwrap_or("event");
     let release = &body["release"];
-    let mut text = format!(
-        "VectorFlow: {} - release {} of pipeline {}",
-        body["event"].as_str().unwrap_or("event"),
-        release["id"].as_str().unwrap_or("?"),
-        release["pipelineId"].as_str().unwrap_or("?"),
-    );
-    if let Some(reason) = release["reason"].as_str().filter(|r| !r.is_empty()) {
+    let (mut text, subject) = if release.is_object() {
+        let text = format!(
+            "VectorFlow: {event} - release {} of pipeline {}",
+            release["id"].as_str().unwrap_or("?"),
+            release["pipelineId"].as_str().unwrap_or("?"),
+        );
+        (text, release)
+    } else {
+        let environment = &body["environment"];
+        let text = format!(
+            "VectorFlow: {event} - environment {}",
+            environment["id"].as_str().unwrap_or("?")
+        );
+        (text, environment)
+    };
+    if let Some(reason) = subject["reason"].as_str().filter(|r| !r.is_empty()) {
         text.push_str(&format!(": {reason}"));
     }
     json!({ "text": text })
@@ -323,17 +337,18 @@ pub(crate) async fn enqueue(
         let wanted: Vec<String> = serde_json::from_str(&wanted).unwrap_or_default();
         for event in events.iter().filter(|e| wanted.iter().any(|w| w == *e)) {
             let id = new_id();
-            let mut release = entry.details.clone();
-            release["id"] = json!(entry.target_id);
-            let body = json!({
+            // The release (or environment) with the transition's evidence, under its kind.
+            let mut subject = entry.details.clone();
+            subject["id"] = json!(entry.target_id);
+            let mut body = json!({
                 "id": id,
                 "event": event,
                 "at": now,
                 "environmentId": environment_id,
                 "actor": entry.actor.name,
                 "action": entry.action.as_str(),
-                "release": release,
             });
+            body[entry.action.target_kind()] = subject;
             sqlx::query(
                 "INSERT INTO webhook_deliveries (id, webhook_id, event, body, status, created_at,
                     next_attempt_at)

@@ -18,6 +18,9 @@ pub async fn run(ctl: Control, every: Duration, mut stop: watch::Receiver<bool>)
         if *stop.borrow() {
             break;
         }
+        if let Err(e) = vf_control::freeze::announce_freezes(&ctl, ctl.now()).await {
+            tracing::warn!(error = e.chain(), "announcing freeze windows failed");
+        }
         match releases::tick(&ctl, ctl.now()).await {
             Ok(outcomes) => {
                 for o in outcomes {

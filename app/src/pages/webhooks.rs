@@ -14,7 +14,7 @@ use crate::components::{
 use crate::types::format_time;
 
 /// The events a webhook may ask for, as the server names them (docs/webhooks.md).
-const EVENTS: [&str; 8] = [
+const EVENTS: [&str; 10] = [
     "release.created",
     "stage.started",
     "gate.failed",
@@ -23,6 +23,8 @@ const EVENTS: [&str; 8] = [
     "release.completed",
     "release.rolled_back",
     "line.stopped",
+    "freeze.started",
+    "freeze.ended",
 ];
 
 #[component]

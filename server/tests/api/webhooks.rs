@@ -232,3 +232,46 @@ async fn a_webhook_is_refused_naming_the_field() {
         .await;
     assert!(created["secret"].as_str().unwrap().starts_with("vfw_"));
 }
+
+#[tokio::test]
+async fn a_freeze_starting_and_ending_is_announced_once_each() {
+    let app = TestApp::spawn().await;
+    let (receiver, url) = Receiver::start(&[]).await;
+    app.call_ok(
+        "webhook.create",
+        json!({"environment_id": app.env_id, "url": url,
+               "events": ["freeze.started", "freeze.ended"], "secret": SECRET}),
+    )
+    .await;
+    let day = |ms: i64| vf_agent::answers::rfc3339(ms)[..10].to_owned();
+    let window = format!("{} - {} UTC", day(app.now()), day(app.now() + 86_400_000));
+    app.call_ok(
+        "freeze.create",
+        json!({"environment_id": app.env_id, "window": window, "reason": "holidays"}),
+    )
+    .await;
+    let announce = |now: i64| {
+        let ctl = app.control.clone();
+        async move {
+            vf_control::freeze::announce_freezes(&ctl, now)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(announce(app.now()).await, 1, "the freeze started");
+    assert_eq!(announce(app.now()).await, 0, "and is announced once");
+    app.clock.advance_ms(3 * 86_400_000);
+    assert_eq!(announce(app.now()).await, 1, "the freeze ended");
+    assert_eq!(announce(app.now()).await, 0);
+
+    assert_eq!(deliver(&app).await, 2);
+    let got = receiver.got();
+    let events: Vec<&str> = got
+        .iter()
+        .map(|r| header(r, "x-vectorflow-event"))
+        .collect();
+    assert_eq!(events, ["freeze.started", "freeze.ended"]);
+    let started: Value = serde_json::from_str(&got[0].body).unwrap();
+    assert_eq!(started["environment"]["reason"], "holidays");
+    assert_eq!(started["environment"]["id"], app.env_id);
+}
