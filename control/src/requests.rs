@@ -91,17 +91,31 @@ async fn pipeline_of(db: &Db, node: &NodeRow, pipeline_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// One request to store: its id, how it is audited, and the message the node gets.
-struct Ask<'a> {
-    id: String,
-    action: AuditAction,
-    pipeline_id: Option<&'a str>,
-    message: PushMessage,
-}
-
 /// Stores a request and audits it, in one transaction (which bumps the fleet generation).
-/// Returns its id.
-async fn insert(db: &Db, actor: &Actor, node: &NodeRow, ask: Ask<'_>, now: i64) -> Result<String> {
+/// Returns its id: the message's request id when it names one (sample, tap start), else a
+/// new one. The pipeline it concerns is the one its message names.
+async fn insert(
+    db: &Db,
+    actor: &Actor,
+    node: &NodeRow,
+    action: AuditAction,
+    message: PushMessage,
+    now: i64,
+) -> Result<String> {
+    let (id, pipeline_id) = match &message {
+        PushMessage::SampleRequest {
+            request_id,
+            pipeline_id,
+            ..
+        }
+        | PushMessage::TapStart {
+            request_id,
+            pipeline_id,
+            ..
+        } => (request_id.clone(), Some(pipeline_id.as_str())),
+        PushMessage::Action { pipeline_id, .. } => (new_id(), pipeline_id.as_deref()),
+        _ => (new_id(), None),
+    };
     let mut tx = audit::begin(db).await?;
     // Requests expired a day ago go as new ones come, so the table stays small.
     sqlx::query("DELETE FROM agent_requests WHERE expires_at < $1")
@@ -113,31 +127,31 @@ async fn insert(db: &Db, actor: &Actor, node: &NodeRow, ask: Ask<'_>, now: i64) 
             created_by, created_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
-    .bind(&ask.id)
+    .bind(&id)
     .bind(&node.id)
     .bind(&node.environment_id)
-    .bind(ask.action.as_str())
-    .bind(ask.pipeline_id)
-    .bind(serde_json::to_string(&ask.message)?)
+    .bind(action.as_str())
+    .bind(pipeline_id)
+    .bind(serde_json::to_string(&message)?)
     .bind(&actor.name)
     .bind(now)
     .bind(now + REQUEST_TTL_MS)
     .execute(&mut *tx)
     .await?;
-    let mut details = serde_json::to_value(&ask.message)?;
+    let mut details = serde_json::to_value(&message)?;
     details["node"] = json!(node.name);
     tx.commit(
         now,
         AuditEntry {
             actor,
-            action: ask.action,
+            action,
             target_id: &node.id,
             environment_id: Some(&node.environment_id),
             details,
         },
     )
     .await?;
-    Ok(ask.id)
+    Ok(id)
 }
 
 /// Asks `node_id` for up to `limit` events of each of `component_keys` of a pipeline.
@@ -173,22 +187,13 @@ pub async fn request_sample(
             format!("must be between 1 and {MAX_SAMPLE_EVENTS}"),
         ));
     }
-    let id = new_id();
     let message = PushMessage::SampleRequest {
-        request_id: id.clone(),
+        request_id: new_id(),
         pipeline_id: pipeline_id.to_owned(),
         component_keys: component_keys.to_vec(),
         limit,
     };
-    let action = AuditAction::NodeSample;
-    let pipeline_id = Some(pipeline_id);
-    let ask = Ask {
-        id,
-        action,
-        pipeline_id,
-        message,
-    };
-    insert(db, actor, &node, ask, now).await
+    insert(db, actor, &node, AuditAction::NodeSample, message, now).await
 }
 
 /// Starts a live tap on one component of a pipeline; its events arrive on the tap-events
@@ -206,21 +211,12 @@ pub async fn start_tap(
     if component_id.trim().is_empty() {
         return Err(ControlError::invalid("componentId", "must not be empty"));
     }
-    let id = new_id();
     let message = PushMessage::TapStart {
-        request_id: id.clone(),
+        request_id: new_id(),
         pipeline_id: pipeline_id.to_owned(),
         component_id: component_id.to_owned(),
     };
-    let action = AuditAction::NodeTapStart;
-    let pipeline_id = Some(pipeline_id);
-    let ask = Ask {
-        id,
-        action,
-        pipeline_id,
-        message,
-    };
-    insert(db, actor, &node, ask, now).await
+    insert(db, actor, &node, AuditAction::NodeTapStart, message, now).await
 }
 
 /// Stops the tap `request_id` started on `node_id`.
@@ -246,13 +242,9 @@ pub async fn stop_tap(
     let message = PushMessage::TapStop {
         request_id: request_id.to_owned(),
     };
-    let ask = Ask {
-        id: new_id(),
-        action: AuditAction::NodeTapStop,
-        pipeline_id: None,
-        message,
-    };
-    insert(db, actor, &node, ask, now).await.map(drop)
+    insert(db, actor, &node, AuditAction::NodeTapStop, message, now)
+        .await
+        .map(drop)
 }
 
 /// Has `node_id` restart one pipeline's process.
@@ -269,13 +261,7 @@ pub async fn restart(
         action: "restart".into(),
         pipeline_id: Some(pipeline_id.to_owned()),
     };
-    let ask = Ask {
-        id: new_id(),
-        action: AuditAction::NodeRestart,
-        pipeline_id: Some(pipeline_id),
-        message,
-    };
-    insert(db, actor, &node, ask, now).await
+    insert(db, actor, &node, AuditAction::NodeRestart, message, now).await
 }
 
 /// The requests of an environment's nodes that have not expired at `now`, read inside the
