@@ -26,18 +26,7 @@ use crate::ids::{new_id, new_token};
 use crate::{Control, ControlError, Db, Result};
 
 /// The events a webhook may ask for.
-pub const EVENTS: [&str; 10] = [
-    "release.created",
-    "stage.started",
-    "gate.failed",
-    "release.held",
-    "release.paused",
-    "release.completed",
-    "release.rolled_back",
-    "line.stopped",
-    "freeze.started",
-    "freeze.ended",
-];
+pub use vf_rules::events::WEBHOOK_EVENTS as EVENTS;
 
 /// How long after its event a delivery is still retried.
 pub const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;

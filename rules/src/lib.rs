@@ -22,6 +22,7 @@
 pub mod access;
 pub mod checks;
 pub mod config;
+pub mod events;
 pub mod fencing;
 pub mod freeze;
 pub mod gates;

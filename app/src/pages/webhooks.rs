@@ -12,20 +12,7 @@ use crate::components::{
     confirmed, current_env, load, use_env_name, use_tick, ErrorBox, Loaded, Table,
 };
 use crate::types::format_time;
-
-/// The events a webhook may ask for, as the server names them (docs/webhooks.md).
-const EVENTS: [&str; 10] = [
-    "release.created",
-    "stage.started",
-    "gate.failed",
-    "release.held",
-    "release.paused",
-    "release.completed",
-    "release.rolled_back",
-    "line.stopped",
-    "freeze.started",
-    "freeze.ended",
-];
+use vf_rules::events::WEBHOOK_EVENTS as EVENTS;
 
 #[component]
 pub fn WebhooksPage() -> impl IntoView {
