@@ -254,7 +254,12 @@ impl Agent {
         }
         self.answered.push_back(request.request_id.clone());
         let simulated = matches!(self.mode, RunMode::Simulate(_));
-        let results = answers::sample_answers(request, simulated, &self.options.hostname, now_ms());
+        let results = answers::sample_answers(
+            request,
+            simulated,
+            &self.options.hostname,
+            answers::now_ms(),
+        );
         tracing::info!(node_id = %self.node_id(), pipeline_id = %request.pipeline_id, components = request.component_keys.len(), "answering a sample request");
         self.send_in_background(SAMPLES_PATH, SampleResults { results });
     }
@@ -623,12 +628,6 @@ async fn enroll(client: &ServerClient, options: &AgentOptions) -> Result<Identit
 fn interval_of(ms: i64) -> Option<Duration> {
     let ms = u64::try_from(ms).ok().filter(|ms| *ms > 0)?;
     Some(Duration::from_millis(ms).clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The next push message; never, when there is no feed.

@@ -113,6 +113,13 @@ pub fn schema_of(events: &[Value]) -> Vec<SchemaField> {
     out
 }
 
+/// Now, in unix milliseconds: the time generated events carry.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Unix milliseconds as an RFC 3339 UTC time with milliseconds (`2026-12-06T21:40:00.250Z`);
 /// times before 1970 read as 1970.
 pub fn rfc3339(unix_ms: i64) -> String {

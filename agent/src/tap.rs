@@ -128,15 +128,12 @@ async fn run(target: Target, base: TapEvents, simulated: bool) {
     let mut seq = 0u64;
     while started.elapsed() < MAX_TAP {
         tokio::time::sleep(EVERY).await;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let events = answers::simulated_events(
             &target.hostname,
             &base.component_id,
             EVENTS_PER_SEND,
             seq,
-            now,
+            answers::now_ms(),
         );
         seq += EVENTS_PER_SEND as u64;
         let body = TapEvents {
