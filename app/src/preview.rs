@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use vf_rules::{cumulative_targets, stage_additions, NodeRef, RolloutPlan};
@@ -22,7 +23,7 @@ pub struct FleetNode {
 }
 
 /// A node group a stage may name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupRef {
     pub id: String,
     pub name: String,
@@ -73,7 +74,7 @@ impl Selection {
 }
 
 /// The preview of a whole release: the fleet, and each stage's.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PreviewView {
     /// Nodes the pipeline's nodeSelector admits (the release fleet).
     pub admitted: usize,
@@ -108,7 +109,7 @@ impl PreviewView {
 }
 
 /// What one stage's preview says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum StagePreview {
     /// How many nodes this stage adds and their names (sorted; the first [`SAMPLE`] once
     /// sent to the browser), and how many are targeted once it opens.

@@ -3,17 +3,18 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub type Labels = BTreeMap<String, String>;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvironmentView {
     pub id: String,
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenView {
     pub id: String,
     pub prefix: String,
@@ -23,7 +24,7 @@ pub struct TokenView {
 }
 
 /// One node's report for one pipeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodePipelineView {
     pub pipeline_id: String,
     pub pipeline_name: String,
@@ -34,7 +35,7 @@ pub struct NodePipelineView {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeView {
     pub id: String,
     pub name: String,
@@ -49,7 +50,7 @@ pub struct NodeView {
 }
 
 /// One node's page (`node.get`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeDetailView {
     pub now: i64,
     pub node: NodeView,
@@ -78,7 +79,7 @@ pub struct NodeDetailView {
 }
 
 /// The answers to one sample request so far.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SampleView {
     pub results: Vec<SampleResultView>,
     pub now: i64,
@@ -88,7 +89,7 @@ pub struct SampleView {
 
 /// One component's answer: its events (each as indented JSON), the fields they showed, or
 /// why there are none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SampleResultView {
     pub component_key: String,
     pub events: Vec<String>,
@@ -98,7 +99,7 @@ pub struct SampleResultView {
 }
 
 /// A live tap's entries after the ones already shown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TapView {
     /// `(entry id, unix ms, the event as JSON)`, oldest first.
     pub events: Vec<(i64, i64, String)>,
@@ -134,7 +135,7 @@ pub fn flatten_json(value: &serde_json::Value) -> Vec<(String, String)> {
 }
 
 /// One page of an environment's nodes (`fleet.nodes`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FleetView {
     pub now: i64,
     /// Live nodes in the environment.
@@ -148,7 +149,7 @@ pub struct FleetView {
     pub nodes: Vec<NodeView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupView {
     pub id: String,
     pub name: String,
@@ -159,7 +160,7 @@ pub struct GroupView {
     pub matching_sample: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PipelineSummary {
     pub id: String,
     pub environment_id: String,
@@ -169,7 +170,7 @@ pub struct PipelineSummary {
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VersionView {
     pub version: i64,
     pub checksum: String,
@@ -179,7 +180,7 @@ pub struct VersionView {
 }
 
 /// What one node of the environment gets of this pipeline, and what it reports running.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PipelineNodeView {
     pub node_id: String,
     pub node_name: String,
@@ -199,7 +200,7 @@ pub struct PipelineNodeView {
 }
 
 /// Counts over a set of nodes, for summaries that never list the nodes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeCounts {
     pub total: i64,
     /// By agent status, every status listed.
@@ -214,7 +215,7 @@ pub struct NodeCounts {
 /// `name`, `label` and `status` filter as in `fleet.nodes`; `stage` is a stage number of the
 /// latest release (the nodes it added) or `none` (nodes no stage targeted); `offset` and
 /// `limit` (default 50, at most 500) cut the page.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodesQuery {
     #[serde(default)]
     pub name: Option<String>,
@@ -231,7 +232,7 @@ pub struct NodesQuery {
 }
 
 /// One page of a pipeline's nodes (`pipeline.nodes`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PipelineNodesPage {
     /// The nodes the pipeline's nodeSelector admits.
     pub total: i64,
@@ -243,7 +244,7 @@ pub struct PipelineNodesPage {
 
 /// A page of the node ids one stage of a release added (`release.stage.nodes`), in the
 /// order selection picked them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageNodesPage {
     pub total: i64,
     pub offset: i64,
@@ -252,7 +253,7 @@ pub struct StageNodesPage {
 }
 
 /// The nodes of the latest release not targeted by any stage yet.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WaitingNodes {
     pub count: i64,
     /// The first few, by name: `(node id, name, the version it is served)` (None: withheld).
@@ -260,7 +261,7 @@ pub struct WaitingNodes {
 }
 
 /// The newest log lines of one canary node for the pipeline, for the rollout view.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanaryLogs {
     pub node_id: String,
     pub node_name: String,
@@ -271,7 +272,7 @@ pub struct CanaryLogs {
     pub errors: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PipelineDetail {
     pub pipeline: PipelineSummary,
     pub environment: EnvironmentView,
@@ -298,14 +299,14 @@ pub struct PipelineDetail {
     pub nodes: Option<PipelineNodesPage>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DiffLineView {
     pub op: String,
     pub text: String,
 }
 
 /// A diff between two versions, with every version number to choose from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DiffView {
     pub from: i64,
     pub to: i64,
@@ -315,14 +316,14 @@ pub struct DiffView {
 }
 
 /// A release with the per-stage series of its canary nodes, for the history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReleaseHistoryItem {
     pub release: ReleaseView,
     pub series: Vec<StageSeries>,
 }
 
 /// One evaluation of a stage's gates with its evidence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvaluationView {
     pub at: i64,
     pub trigger: vf_rules::Trigger,
@@ -332,7 +333,7 @@ pub struct EvaluationView {
 }
 
 /// A started stage of a release.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageView {
     /// 0-based; pages show it 1-based.
     pub index: i64,
@@ -356,7 +357,7 @@ pub struct StageView {
 }
 
 /// A release as the API returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReleaseView {
     pub id: String,
     pub pipeline_id: String,
@@ -412,7 +413,7 @@ impl ReleaseView {
 }
 
 /// Events and errors per minute of a release's canary nodes during one stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageSeries {
     pub index: i64,
     /// (minute start in unix ms, events in, errors)
@@ -420,14 +421,14 @@ pub struct StageSeries {
 }
 
 /// The charts of one release: which release, and each opened stage's series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReleaseCharts {
     pub release_id: String,
     pub stages: Vec<StageSeries>,
 }
 
 /// A rolling rollout as the admin page shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RollingView {
     pub name: String,
     pub global: vf_rolling::RolloutEntry,
@@ -438,7 +439,7 @@ pub struct RollingView {
 }
 
 /// One audited change of a rolling rollout, read from its audit event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RollingChange {
     pub at: i64,
     pub actor: String,
@@ -458,7 +459,7 @@ pub struct RollingChange {
 }
 
 /// Everything the edge-config admin page shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EdgeAdminView {
     pub rollouts: Vec<RollingView>,
     /// The published document's version (its ETag) and when it last changed.
@@ -622,7 +623,7 @@ mod flatten_tests {
 }
 
 /// A registered webhook (its secret is never shown again after creation).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WebhookView {
     pub id: String,
     pub url: String,
@@ -634,14 +635,14 @@ pub struct WebhookView {
 }
 
 /// A webhook just created, with its secret: shown this once.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CreatedWebhook {
     pub webhook: WebhookView,
     pub secret: String,
 }
 
 /// One delivery of a webhook.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeliveryView {
     pub id: String,
     pub event: String,

@@ -12,7 +12,7 @@ use crate::Percent;
 /// moved since they cached something; they are only ever set by [`change_percent`]. Percents are
 /// 0..=100: deserializing a larger value fails, and the only way to change one takes a
 /// [`Percent`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutEntry {
     /// Share of buckets routed to the new path now.

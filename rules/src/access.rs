@@ -19,7 +19,19 @@ use serde::{Deserialize, Serialize};
 use crate::Action;
 
 /// A role, ordered: every role may do what the roles below it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Viewer,
@@ -53,7 +65,7 @@ impl Role {
 pub const ALL_ENVIRONMENTS: &str = "*";
 
 /// A role held in one environment, or in all of them (`environment_id == "*"`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Grant {
     pub environment_id: String,
     pub role: Role,

@@ -23,11 +23,11 @@ use crate::release::StageState;
 pub const KEPT: usize = 60;
 
 /// One check, stored as `[at, value, "verdict"]`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Check(pub i64, pub Option<f64>, pub Verdict);
 
 /// The checks of one gate of one stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GateChecks {
     /// The gate's position in the stage's `gates`.

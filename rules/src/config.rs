@@ -102,7 +102,9 @@ fn json_of(node: &Yaml) -> serde_json::Value {
 }
 
 /// One component of a config: its section (`sources`, `transforms`, `sinks`) and its key.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Component {
     pub kind: String,
     pub key: String,

@@ -55,7 +55,7 @@ impl Served {
 
 /// [`Served`] without its version: the label of metrics and logs, and what the pipeline
 /// page shows per node. On the wire: `not_selected`, `undeployed`, `deployed`, ...
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ServedKind {
     NotSelected,

@@ -231,7 +231,7 @@ pub fn open_freeze(windows: &[FreezeWindow], now: i64) -> Option<OpenFreeze> {
 }
 
 /// Who stopped the line, when and why. Stored on the environment while stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineStop {
     pub at: i64,

@@ -22,7 +22,7 @@ use crate::plan::{Comparator, Gate, OnNoData, Scope};
 use crate::promql::{parse_promql_response, scrub, PromQlError};
 
 /// A gate's outcome. `Skipped` counts as passing: the gate had nothing to judge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Verdict {
     Pass,
@@ -53,7 +53,7 @@ impl Verdict {
 }
 
 /// One gate's verdict with the evidence recorded on the release.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GateResult {
     /// The gate's wire name: `healthWindow`, `errorRate`, `throughputDrop`, `customPromQL`.

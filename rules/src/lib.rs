@@ -45,7 +45,7 @@ pub use node::{derive_status, NodeStatus};
 pub use percent::Percent;
 pub use plan::{
     parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, OnNoData, PlanError,
-    RolloutPlan, Scope, Selector, Stage, Watch,
+    RolloutPlan, Scope, Selector, Stage, Unparsed, Watch,
 };
 pub use promql::{parse_promql_response, PromQlError};
 pub use release::{

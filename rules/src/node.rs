@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// SPEC section 1: HEALTHY, DEGRADED, UNREACHABLE (no contact for 3 poll intervals), UNKNOWN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeStatus {
     Healthy,

@@ -19,8 +19,10 @@ use serde_json::{json, Value};
 use crate::percent::Percent;
 
 mod parse;
+mod schema;
 
 pub use parse::parse_canary_selector;
+pub use schema::Unparsed;
 
 /// Most stages a plan may have; more would be a plan nobody can watch.
 pub const MAX_STAGES: usize = 20;
@@ -607,7 +609,7 @@ mod tests {
         ]
     }
 
-    fn arb_plan() -> impl Strategy<Value = RolloutPlan> {
+    pub(super) fn arb_plan() -> impl Strategy<Value = RolloutPlan> {
         let gates = proptest::collection::vec(arb_gate(), 0..4);
         let bake =
             (BakeSeconds::MIN..=BakeSeconds::MAX).prop_filter_map("in range", BakeSeconds::new);

@@ -26,7 +26,7 @@ pub use state::{
 };
 
 /// Where a release stands. The first two are "in flight": fencing applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ReleaseStatus {
     /// A stage is baking.
@@ -95,7 +95,7 @@ impl fmt::Display for ReleaseStatus {
 }
 
 /// What an operator can ask of a release. On the wire: `advance`, `complete`, ...
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Advance,

@@ -252,6 +252,7 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
     let browsers = Router::new()
         .merge(routes::health::router())
         .merge(routes::edge::router())
+        .merge(routes::openapi::router())
         .merge(auth::router())
         .merge(server_fns::router(&state, context)?)
         // Static files, and what else is under /api/: no pages, so not behind the wall. The

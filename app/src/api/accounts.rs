@@ -4,10 +4,11 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A role held in one environment (`*`: all of them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GrantView {
     pub environment_id: String,
     /// viewer | editor | admin
@@ -15,7 +16,7 @@ pub struct GrantView {
 }
 
 /// The caller, for the header and for hiding what its role cannot do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MeView {
     /// The email, or `token:<name>`.
     pub name: String,
@@ -42,7 +43,7 @@ impl MeView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct UserView {
     pub id: String,
     pub email: String,
@@ -51,7 +52,7 @@ pub struct UserView {
     pub grants: Vec<GrantView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiTokenView {
     pub id: String,
     pub name: String,
@@ -118,7 +119,7 @@ fn token_view(t: vf_control::accounts::ApiTokenRow) -> ApiTokenView {
 }
 
 /// The signed-in user or API token, with its roles. 401 without either.
-#[server(endpoint = "session.me", input = Json)]
+#[server(endpoint = "session.me", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn me() -> Result<MeView, ServerFnError> {
     use super::server::*;
     let p = principal().ok_or_else(|| fail(vf_control::ControlError::SignInRequired))?;
@@ -131,7 +132,7 @@ pub async fn me() -> Result<MeView, ServerFnError> {
 
 /// Changes the signed-in user's own password (the current one is required); every session
 /// of the user, this one included, is signed out.
-#[server(endpoint = "session.password.change", input = Json)]
+#[server(endpoint = "session.password.change", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn change_password(
     current_password: String,
     new_password: String,
@@ -167,7 +168,8 @@ pub async fn change_password(
         })
 }
 
-#[server(endpoint = "user.list", input = Json)]
+/// Every user with their grants.
+#[server(endpoint = "user.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_users() -> Result<Vec<UserView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -179,7 +181,7 @@ pub async fn list_users() -> Result<Vec<UserView>, ServerFnError> {
 }
 
 /// Creates an operator account with roles (`environment_id` `*` means every environment).
-#[server(endpoint = "user.create", input = Json)]
+#[server(endpoint = "user.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_user(
     email: String,
     password: String,
@@ -197,7 +199,7 @@ pub async fn create_user(
 }
 
 /// Replaces a user's roles.
-#[server(endpoint = "user.grants.set", input = Json)]
+#[server(endpoint = "user.grants.set", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn set_user_grants(
     user_id: String,
     grants: Vec<GrantView>,
@@ -213,7 +215,7 @@ pub async fn set_user_grants(
 }
 
 /// Disables a user (signing them out everywhere) or enables them again.
-#[server(endpoint = "user.disabled.set", input = Json)]
+#[server(endpoint = "user.disabled.set", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn set_user_disabled(user_id: String, disabled: bool) -> Result<UserView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -225,7 +227,7 @@ pub async fn set_user_disabled(user_id: String, disabled: bool) -> Result<UserVi
 }
 
 /// Signs a user out of every session.
-#[server(endpoint = "user.sessions.revoke", input = Json)]
+#[server(endpoint = "user.sessions.revoke", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn revoke_user_sessions(user_id: String) -> Result<u64, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -236,7 +238,7 @@ pub async fn revoke_user_sessions(user_id: String) -> Result<u64, ServerFnError>
 }
 
 /// An admin's password reset; the user's sessions are revoked.
-#[server(endpoint = "user.password.set", input = Json)]
+#[server(endpoint = "user.password.set", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn set_user_password(user_id: String, password: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -247,7 +249,7 @@ pub async fn set_user_password(user_id: String, password: String) -> Result<(), 
 }
 
 /// API tokens of the environments the caller administers (prefix only, never the token).
-#[server(endpoint = "api_token.list", input = Json)]
+#[server(endpoint = "api_token.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_api_tokens() -> Result<Vec<ApiTokenView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -266,7 +268,7 @@ pub async fn list_api_tokens() -> Result<Vec<ApiTokenView>, ServerFnError> {
 /// Mints an API token for automation: `role` viewer, editor or admin in `environment_id`
 /// (`*`: all), or `edge-config` (reads `GET /api/edge-config` only; `environment_id` `*`).
 /// The returned token is shown once and never again.
-#[server(endpoint = "api_token.create", input = Json)]
+#[server(endpoint = "api_token.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_api_token(
     name: String,
     environment_id: String,
@@ -296,7 +298,7 @@ pub async fn create_api_token(
 }
 
 /// Revokes an API token: its next request gets 401.
-#[server(endpoint = "api_token.revoke", input = Json)]
+#[server(endpoint = "api_token.revoke", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn revoke_api_token(token_id: String) -> Result<ApiTokenView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

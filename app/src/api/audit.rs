@@ -2,10 +2,11 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Which events to list; every field is optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AuditQuery {
     pub actor: Option<String>,
@@ -22,7 +23,7 @@ pub struct AuditQuery {
 }
 
 /// One audit event as the page shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditEventView {
     pub seq: i64,
     pub at: i64,
@@ -44,7 +45,7 @@ pub struct AuditEventView {
 }
 
 /// The outcome of checking the hash chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditVerifyView {
     pub events: i64,
     /// The first row that does not verify and why.
@@ -53,7 +54,7 @@ pub struct AuditVerifyView {
 }
 
 /// Events matching the query, newest first.
-#[server(endpoint = "audit.list", input = Json)]
+#[server(endpoint = "audit.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_audit(query: AuditQuery) -> Result<Vec<AuditEventView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -102,7 +103,7 @@ pub async fn list_audit(query: AuditQuery) -> Result<Vec<AuditEventView>, Server
 }
 
 /// Checks the whole chain (the same check as the `vf-audit-verify` command).
-#[server(endpoint = "audit.verify", input = Json)]
+#[server(endpoint = "audit.verify", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn verify_audit() -> Result<AuditVerifyView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 use crate::types::SampleResultView;
@@ -15,7 +17,7 @@ const TAP_PAGE: i64 = 200;
 
 /// Asks the node for up to `limit` events (default 10) of each of `component_keys`; returns
 /// the request id to read the answers with (`node.sample.results`).
-#[server(endpoint = "node.sample", input = Json)]
+#[server(endpoint = "node.sample", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn request_sample(
     node_id: String,
     pipeline_id: String,
@@ -40,7 +42,7 @@ pub async fn request_sample(
 }
 
 /// The answers to a sample request so far, per component, with when it stops waiting.
-#[server(endpoint = "node.sample.results", input = Json)]
+#[server(endpoint = "node.sample.results", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn sample_results(
     node_id: String,
     request_id: String,
@@ -83,7 +85,7 @@ pub async fn sample_results(
 }
 
 /// Starts a live tap on one component of a pipeline; returns its request id.
-#[server(endpoint = "node.tap.start", input = Json)]
+#[server(endpoint = "node.tap.start", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn start_tap(
     node_id: String,
     pipeline_id: String,
@@ -105,7 +107,7 @@ pub async fn start_tap(
 }
 
 /// Stops a live tap.
-#[server(endpoint = "node.tap.stop", input = Json)]
+#[server(endpoint = "node.tap.stop", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn stop_tap(node_id: String, request_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -117,7 +119,7 @@ pub async fn stop_tap(node_id: String, request_id: String) -> Result<(), ServerF
 
 /// A tap's events after entry `after` (0 for the first), at most 200, and its end once the
 /// agent reported one.
-#[server(endpoint = "node.tap.events", input = Json)]
+#[server(endpoint = "node.tap.events", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn tap_events(
     node_id: String,
     request_id: String,
@@ -158,7 +160,7 @@ pub async fn tap_events(
 }
 
 /// Has the node restart one pipeline's process.
-#[server(endpoint = "node.restart", input = Json)]
+#[server(endpoint = "node.restart", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn restart_pipeline(node_id: String, pipeline_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

@@ -3,6 +3,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{EdgeAdminView, RollingView};
 
@@ -31,7 +33,8 @@ fn action_of(kind: vf_control::rolling::ChangeKind) -> &'static str {
     .as_str()
 }
 
-#[server(endpoint = "admin.edge.get", input = Json)]
+/// The rolling rollouts, the published edge document's version and the newest 50 changes.
+#[server(endpoint = "admin.edge.get", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
     use super::server::*;
     use crate::types::RollingChange;
@@ -69,7 +72,7 @@ pub async fn edge_admin() -> Result<EdgeAdminView, ServerFnError> {
 /// Sets a rollout's global percent (creating it), or an org override's when `org` is given.
 /// `row_version` is the version the admin saw; required for an existing rollout. `comment`
 /// (at most 500 characters) says why, in the history.
-#[server(endpoint = "admin.rollout.set", input = Json)]
+#[server(endpoint = "admin.rollout.set", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn set_rollout_percent(
     name: String,
     #[server(default)] org: Option<String>,
@@ -102,7 +105,7 @@ pub async fn set_rollout_percent(
 }
 
 /// Removes an org override: the org's customers route by the global percent again.
-#[server(endpoint = "admin.rollout.org.remove", input = Json)]
+#[server(endpoint = "admin.rollout.org.remove", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn remove_org_override(
     name: String,
     org: String,
@@ -130,7 +133,7 @@ pub async fn remove_org_override(
 
 /// Deletes a rollout (every customer back on the old path). `confirm_name` must be the
 /// rollout's name, exactly, so no caller deletes one by accident.
-#[server(endpoint = "admin.rollout.delete", input = Json)]
+#[server(endpoint = "admin.rollout.delete", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn delete_rollout(
     name: String,
     row_version: i64,

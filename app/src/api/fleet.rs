@@ -2,12 +2,15 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{EnvironmentView, FleetView, GroupView, Labels, NodeDetailView, TokenView};
 #[cfg(feature = "ssr")]
 use crate::types::{NodePipelineView, NodeView};
 
-#[server(endpoint = "environment.list", input = Json)]
+/// The environments the caller holds a role in.
+#[server(endpoint = "environment.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -27,7 +30,8 @@ pub async fn list_environments() -> Result<Vec<EnvironmentView>, ServerFnError> 
         .collect())
 }
 
-#[server(endpoint = "environment.create", input = Json)]
+/// Creates an environment; 409 when the name is taken.
+#[server(endpoint = "environment.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_environment(name: String) -> Result<EnvironmentView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -41,7 +45,8 @@ pub async fn create_environment(name: String) -> Result<EnvironmentView, ServerF
     })
 }
 
-#[server(endpoint = "environment.tokens", input = Json)]
+/// The environment's enrollment tokens (never the token itself).
+#[server(endpoint = "environment.tokens", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_enrollment_tokens(
     environment_id: String,
 ) -> Result<Vec<TokenView>, ServerFnError> {
@@ -64,7 +69,7 @@ pub async fn list_enrollment_tokens(
 }
 
 /// Mints an enrollment token; the returned value is shown once and never again.
-#[server(endpoint = "environment.token.create", input = Json)]
+#[server(endpoint = "environment.token.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_enrollment_token(
     environment_id: String,
     label: String,
@@ -91,7 +96,7 @@ pub async fn create_enrollment_token(
 /// One page of the environment's nodes, by name: `name` (part of it, any case), `label`
 /// (`key=value` or `key`) and `status` filter; `offset` and `limit` (default 50, at most 500)
 /// cut the page. The counts cover every node.
-#[server(endpoint = "fleet.nodes", input = Json)]
+#[server(endpoint = "fleet.nodes", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn fleet_nodes(
     environment_id: String,
     #[server(default)] name: Option<String>,
@@ -167,7 +172,7 @@ const NODE_HISTORY: i64 = 20;
 
 /// One node's page: the fleet row, host metrics and agent health from its latest
 /// heartbeat, component metrics per pipeline, its history and its newest 200 log lines.
-#[server(endpoint = "node.get", input = Json)]
+#[server(endpoint = "node.get", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn get_node(node_id: String) -> Result<NodeDetailView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -267,7 +272,8 @@ pub async fn get_node(node_id: String) -> Result<NodeDetailView, ServerFnError> 
     })
 }
 
-#[server(endpoint = "fleet.node.labels", input = Json)]
+/// Sets a node's operator labels, which win over the labels it reports.
+#[server(endpoint = "fleet.node.labels", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn set_node_labels(node_id: String, labels: Labels) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -278,7 +284,8 @@ pub async fn set_node_labels(node_id: String, labels: Labels) -> Result<(), Serv
     Ok(())
 }
 
-#[server(endpoint = "fleet.groups", input = Json)]
+/// The environment's node groups, each with how many nodes match now and the first 20 names.
+#[server(endpoint = "fleet.groups", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_node_groups(environment_id: String) -> Result<Vec<GroupView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -327,7 +334,8 @@ pub(crate) fn group_view<T>(
     }
 }
 
-#[server(endpoint = "fleet.group.create", input = Json)]
+/// Creates a node group: a name for the nodes whose labels match `criteria`.
+#[server(endpoint = "fleet.group.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_node_group(
     environment_id: String,
     name: String,
@@ -349,7 +357,8 @@ pub async fn create_node_group(
     Ok(())
 }
 
-#[server(endpoint = "fleet.group.delete", input = Json)]
+/// Deletes a node group.
+#[server(endpoint = "fleet.group.delete", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -361,7 +370,7 @@ pub async fn delete_node_group(id: String) -> Result<(), ServerFnError> {
 }
 
 /// Revokes an enrollment token (agents can no longer enroll with it).
-#[server(endpoint = "environment.token.revoke", input = Json)]
+#[server(endpoint = "environment.token.revoke", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn revoke_enrollment_token(token_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -373,7 +382,7 @@ pub async fn revoke_enrollment_token(token_id: String) -> Result<(), ServerFnErr
 }
 
 /// Revokes a node: its next poll gets 401.
-#[server(endpoint = "fleet.node.revoke", input = Json)]
+#[server(endpoint = "fleet.node.revoke", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn revoke_node(node_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

@@ -4,10 +4,11 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What holds an environment now: the banner on every page of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HoldView {
     pub environment_id: String,
@@ -16,7 +17,7 @@ pub struct HoldView {
     pub freeze: Option<FreezeNowView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineStopView {
     pub at: i64,
@@ -26,7 +27,7 @@ pub struct LineStopView {
 
 /// The open freeze: its window, the window's reason, and when the freeze ends (unix ms, and
 /// in the window's wall-clock words).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FreezeNowView {
     pub window: String,
@@ -36,7 +37,7 @@ pub struct FreezeNowView {
 }
 
 /// A stored freeze window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FreezeWindowView {
     pub id: String,
@@ -49,7 +50,7 @@ pub struct FreezeWindowView {
 }
 
 /// What stopping or lifting the line did: the hold now, and the releases paused or resumed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineChangeView {
     pub hold: HoldView,
@@ -76,7 +77,7 @@ fn hold_view(h: vf_control::freeze::EnvironmentHold) -> HoldView {
 }
 
 /// What holds the environment now: a stopped line, an open freeze.
-#[server(endpoint = "environment.hold", input = Json)]
+#[server(endpoint = "environment.hold", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn environment_hold(environment_id: String) -> Result<HoldView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -89,7 +90,7 @@ pub async fn environment_hold(environment_id: String) -> Result<HoldView, Server
 
 /// Stops the line: every in-flight release of the environment pauses, and new releases
 /// and direct deploys are refused with `reason` until the line is lifted.
-#[server(endpoint = "environment.line.stop", input = Json)]
+#[server(endpoint = "environment.line.stop", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn stop_line(
     environment_id: String,
     #[server(default)] reason: Option<String>,
@@ -98,7 +99,7 @@ pub async fn stop_line(
 }
 
 /// Lifts the line: changes are allowed again, and the releases the stop paused resume.
-#[server(endpoint = "environment.line.lift", input = Json)]
+#[server(endpoint = "environment.line.lift", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn lift_line(
     environment_id: String,
     #[server(default)] reason: Option<String>,
@@ -133,7 +134,7 @@ async fn line_change(
 }
 
 /// The environment's freeze windows, oldest first.
-#[server(endpoint = "freeze.list", input = Json)]
+#[server(endpoint = "freeze.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_freeze_windows(
     environment_id: String,
 ) -> Result<Vec<FreezeWindowView>, ServerFnError> {
@@ -163,7 +164,7 @@ fn window_view(row: vf_control::freeze::FreezeWindowRow, now: i64) -> FreezeWind
 /// Adds a freeze window: `window` is "Fri 16:00 - Mon 08:00 Europe/Berlin" (weekly),
 /// "2026-12-24 00:00 - 2026-12-27 08:00 Europe/Berlin" or "2026-12-24 - 2026-12-27 UTC"
 /// (once); `reason` shows in the banner and in refusals.
-#[server(endpoint = "freeze.create", input = Json)]
+#[server(endpoint = "freeze.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_freeze_window(
     environment_id: String,
     window: String,
@@ -186,7 +187,8 @@ pub async fn create_freeze_window(
     Ok(window_view(row, now))
 }
 
-#[server(endpoint = "freeze.delete", input = Json)]
+/// Deletes a freeze window.
+#[server(endpoint = "freeze.delete", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn delete_freeze_window(id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

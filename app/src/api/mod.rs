@@ -4,10 +4,14 @@
 
 pub mod accounts;
 pub mod audit;
+#[cfg(feature = "ssr")]
+pub mod catalog;
 pub mod channel;
 pub mod edge;
 pub mod fleet;
 pub mod freeze;
+#[cfg(feature = "ssr")]
+pub mod openapi;
 pub mod pipelines;
 pub mod releases;
 #[cfg(feature = "ssr")]

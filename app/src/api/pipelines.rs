@@ -2,6 +2,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 use crate::types::DiffLineView;
@@ -199,7 +201,8 @@ fn counts<'a>(nodes: impl Iterator<Item = &'a NodeOfPipeline>) -> NodeCounts {
     }
 }
 
-#[server(endpoint = "pipeline.list", input = Json)]
+/// The environment's pipelines.
+#[server(endpoint = "pipeline.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_pipelines(environment_id: String) -> Result<Vec<PipelineSummary>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -210,7 +213,8 @@ pub async fn list_pipelines(environment_id: String) -> Result<Vec<PipelineSummar
     Ok(rows.into_iter().map(summary).collect())
 }
 
-#[server(endpoint = "pipeline.create", input = Json)]
+/// Creates a pipeline whose versions go to the nodes `node_selector` admits.
+#[server(endpoint = "pipeline.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_pipeline(
     environment_id: String,
     name: String,
@@ -233,7 +237,7 @@ pub async fn create_pipeline(
 }
 
 /// One pipeline's summary, without its versions, release or nodes: one row at any fleet size.
-#[server(endpoint = "pipeline.summary", input = Json)]
+#[server(endpoint = "pipeline.summary", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn get_pipeline_summary(id: String) -> Result<PipelineSummary, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -246,7 +250,7 @@ pub async fn get_pipeline_summary(id: String) -> Result<PipelineSummary, ServerF
 
 /// The pipeline with everything its page shows, counted, never a list of nodes unless
 /// `nodes` asks for a page of them (read with the counts: they agree).
-#[server(endpoint = "pipeline.get", input = Json)]
+#[server(endpoint = "pipeline.get", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn get_pipeline(
     id: String,
     #[server(default)] nodes: Option<NodesQuery>,
@@ -324,7 +328,7 @@ pub async fn get_pipeline(
 
 /// One page of the pipeline's nodes (those its nodeSelector admits), by name, as
 /// [`NodesQuery`] asks.
-#[server(endpoint = "pipeline.nodes", input = Json)]
+#[server(endpoint = "pipeline.nodes", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 #[allow(clippy::too_many_arguments)]
 pub async fn pipeline_nodes(
     pipeline_id: String,
@@ -411,7 +415,8 @@ impl NodesCut {
     }
 }
 
-#[server(endpoint = "pipeline.version.config", input = Json)]
+/// The config body of one version of a pipeline.
+#[server(endpoint = "pipeline.version.config", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn version_config(pipeline_id: String, version: i64) -> Result<String, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -423,7 +428,7 @@ pub async fn version_config(pipeline_id: String, version: i64) -> Result<String,
 }
 
 /// Publishes a new version and deploys it to every eligible node.
-#[server(endpoint = "pipeline.deploy", input = Json)]
+#[server(endpoint = "pipeline.deploy", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn deploy_pipeline(
     pipeline_id: String,
     config_yaml: String,
@@ -459,7 +464,7 @@ pub async fn deploy_pipeline(
 }
 
 /// A diff between two versions; without `from`/`to`, the two newest (or the only one).
-#[server(endpoint = "pipeline.diff", input = Json)]
+#[server(endpoint = "pipeline.diff", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn diff_versions(
     pipeline_id: String,
     #[server(default)] from: Option<i64>,
@@ -503,7 +508,7 @@ pub async fn diff_versions(
 
 /// What the latest release of the pipeline changes: its previous version's config against its
 /// canary's (against nothing on a first deploy). `None` before any release.
-#[server(endpoint = "pipeline.release_diff", input = Json)]
+#[server(endpoint = "pipeline.release_diff", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn release_diff(pipeline_id: String) -> Result<Option<DiffView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

@@ -7,6 +7,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{ReleaseCharts, ReleaseHistoryItem, ReleaseView, StageSeries};
 
@@ -137,13 +139,13 @@ fn unreadable_view(
 
 /// Creates a canary release: either `rollout_plan` (progressive, camelCase plan JSON) or
 /// `canary_selector` + `health_check_window_minutes` (plan-less).
-#[server(endpoint = "release.canary.create", input = Json)]
+#[server(endpoint = "release.canary.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_canary(
     pipeline_id: String,
     config_yaml: String,
     #[server(default)] changelog: String,
-    #[server(default)] rollout_plan: Option<serde_json::Value>,
-    #[server(default)] canary_selector: Option<serde_json::Value>,
+    #[server(default)] rollout_plan: Option<vf_rules::Unparsed<vf_rules::RolloutPlan>>,
+    #[server(default)] canary_selector: Option<vf_rules::Unparsed<vf_rules::CanarySelector>>,
     #[server(default)] health_check_window_minutes: Option<i64>,
     #[server(default)] release_id: Option<String>,
     #[server(default)] override_freeze: bool,
@@ -163,8 +165,8 @@ pub async fn create_canary(
         pipeline_id,
         config_yaml,
         changelog,
-        rollout_plan,
-        canary_selector,
+        rollout_plan: rollout_plan.map(|plan| plan.json),
+        canary_selector: canary_selector.map(|selector| selector.json),
         health_check_window_minutes,
         release_id,
         freeze_override,
@@ -176,7 +178,7 @@ pub async fn create_canary(
 }
 
 /// What a PromQL query gives now, for the plan editor's "Test query".
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PromqlTestView {
     /// The query's one number, when it gave one.
     pub value: Option<f64>,
@@ -189,7 +191,7 @@ pub struct PromqlTestView {
 
 /// Runs `query` once against the server's Prometheus, as a `customPromQL` gate and the
 /// create-time preflight do, and compares it with `threshold` when one is given.
-#[server(endpoint = "promql.test", input = Json)]
+#[server(endpoint = "promql.test", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn test_promql(
     query: String,
     #[server(default)] comparator: String,
@@ -237,7 +239,7 @@ pub async fn test_promql(
 
 /// A fresh release id: the deploy dialog previews percentage stages with it (ranking
 /// depends on the release id) and passes it to `release.canary.create`.
-#[server(endpoint = "release.new_id", input = Json)]
+#[server(endpoint = "release.new_id", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn new_release_id() -> Result<String, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -247,11 +249,11 @@ pub async fn new_release_id() -> Result<String, ServerFnError> {
 
 /// Which nodes each stage would add if a release with id `release_id` were created now with
 /// these stage selectors: counts and the first names (see [`crate::preview`]).
-#[server(endpoint = "release.preview", input = Json)]
+#[server(endpoint = "release.preview", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn preview_release(
     pipeline_id: String,
     release_id: String,
-    selectors: Vec<serde_json::Value>,
+    selectors: Vec<vf_rules::Unparsed<vf_rules::Selector>>,
 ) -> Result<crate::preview::PreviewView, ServerFnError> {
     use super::server::*;
     use crate::preview::{FleetNode, GroupRef, PreviewView, Selection};
@@ -292,6 +294,7 @@ pub async fn preview_release(
             name: g.name,
         })
         .collect();
+    let selectors: Vec<serde_json::Value> = selectors.into_iter().map(|s| s.json).collect();
     Ok(PreviewView::of(
         &release_id,
         &selectors,
@@ -299,7 +302,8 @@ pub async fn preview_release(
     ))
 }
 
-#[server(endpoint = "release.canary.get", input = Json)]
+/// A release: its plan, stages, gate evidence, bake deadline and the actions the caller may take.
+#[server(endpoint = "release.canary.get", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -312,7 +316,7 @@ pub async fn get_release(release_id: String) -> Result<ReleaseView, ServerFnErro
 
 /// The node ids stage `stage` (1-based) of the release added, a page at a time (`offset`,
 /// `limit` up to 500, default 50), in the order selection picked them.
-#[server(endpoint = "release.stage.nodes", input = Json)]
+#[server(endpoint = "release.stage.nodes", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn stage_nodes(
     release_id: String,
     stage: i64,
@@ -352,7 +356,7 @@ pub async fn stage_nodes(
 }
 
 /// A pipeline's releases, newest first.
-#[server(endpoint = "release.list", input = Json)]
+#[server(endpoint = "release.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_releases(pipeline_id: String) -> Result<Vec<ReleaseView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -398,7 +402,7 @@ async fn act(
 /// Re-evaluates the current stage's gates and starts the next stage; refuses (409, kept as
 /// a refused attempt) when one does not pass. `reason` (optional, at most 500 characters) is
 /// kept on the release and in the audit event, as for every action below.
-#[server(endpoint = "release.canary.advance", input = Json)]
+#[server(endpoint = "release.canary.advance", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn advance_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -414,7 +418,7 @@ pub async fn advance_release(
 }
 
 /// Re-evaluates the current stage's gates and completes the release.
-#[server(endpoint = "release.canary.complete", input = Json)]
+#[server(endpoint = "release.canary.complete", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn complete_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -430,7 +434,7 @@ pub async fn complete_release(
 }
 
 /// Plan-less canaries: the same as complete.
-#[server(endpoint = "release.canary.broaden", input = Json)]
+#[server(endpoint = "release.canary.broaden", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn broaden_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -447,7 +451,7 @@ pub async fn broaden_release(
 
 /// Publishes the previous config as a new version and deploys it (or undeploys a first
 /// deploy); ends fencing. Allowed while paused.
-#[server(endpoint = "release.canary.rollback", input = Json)]
+#[server(endpoint = "release.canary.rollback", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn rollback_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -456,7 +460,7 @@ pub async fn rollback_release(
 }
 
 /// Stops the bake clock and the scheduler for this release until resumed.
-#[server(endpoint = "release.canary.pause", input = Json)]
+#[server(endpoint = "release.canary.pause", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn pause_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -465,7 +469,7 @@ pub async fn pause_release(
 }
 
 /// Resumes a paused release with the bake time it had left.
-#[server(endpoint = "release.canary.resume", input = Json)]
+#[server(endpoint = "release.canary.resume", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn resume_release(
     release_id: String,
     #[server(default)] reason: Option<String>,
@@ -499,7 +503,7 @@ async fn series_of(
 }
 
 /// Per-stage minutes of events and errors of the canary nodes, for the history charts.
-#[server(endpoint = "release.series", input = Json)]
+#[server(endpoint = "release.series", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -512,7 +516,7 @@ pub async fn release_series(release_id: String) -> Result<Vec<StageSeries>, Serv
 
 /// The per-stage series of the pipeline's latest release, for the rollout card's live
 /// charts; `None` before any release.
-#[server(endpoint = "pipeline.release_series", input = Json)]
+#[server(endpoint = "pipeline.release_series", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn latest_release_series(
     pipeline_id: String,
 ) -> Result<Option<ReleaseCharts>, ServerFnError> {
@@ -534,7 +538,7 @@ pub async fn latest_release_series(
 }
 
 /// A pipeline's releases, newest first, each with its per-stage series.
-#[server(endpoint = "release.history", input = Json)]
+#[server(endpoint = "release.history", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn release_history(
     pipeline_id: String,
 ) -> Result<Vec<ReleaseHistoryItem>, ServerFnError> {

@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{CreatedWebhook, DeliveryView, WebhookView};
 
@@ -25,7 +27,7 @@ fn webhook_view(w: vf_control::webhooks::WebhookRow) -> WebhookView {
 
 /// Registers a webhook for `events` of the environment; `secret` (16 characters or more)
 /// or a generated one signs its deliveries and is returned this once.
-#[server(endpoint = "webhook.create", input = Json)]
+#[server(endpoint = "webhook.create", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn create_webhook(
     environment_id: String,
     url: String,
@@ -54,7 +56,8 @@ pub async fn create_webhook(
     })
 }
 
-#[server(endpoint = "webhook.list", input = Json)]
+/// The environment's webhooks (never their secrets).
+#[server(endpoint = "webhook.list", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn list_webhooks(environment_id: String) -> Result<Vec<WebhookView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -65,7 +68,8 @@ pub async fn list_webhooks(environment_id: String) -> Result<Vec<WebhookView>, S
     Ok(rows.into_iter().map(webhook_view).collect())
 }
 
-#[server(endpoint = "webhook.delete", input = Json)]
+/// Deletes a webhook and its deliveries.
+#[server(endpoint = "webhook.delete", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn delete_webhook(id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -77,7 +81,7 @@ pub async fn delete_webhook(id: String) -> Result<(), ServerFnError> {
 
 /// A webhook's newest 100 deliveries, newest first: status, attempts, response code,
 /// latency and the last error.
-#[server(endpoint = "webhook.deliveries", input = Json)]
+#[server(endpoint = "webhook.deliveries", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn webhook_deliveries(webhook_id: String) -> Result<Vec<DeliveryView>, ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};
@@ -103,7 +107,7 @@ pub async fn webhook_deliveries(webhook_id: String) -> Result<Vec<DeliveryView>,
 }
 
 /// Sends a delivery again at the worker's next pass.
-#[server(endpoint = "webhook.redeliver", input = Json)]
+#[server(endpoint = "webhook.redeliver", input = Json, input_derive = (Clone, Serialize, Deserialize, JsonSchema))]
 pub async fn redeliver(delivery_id: String) -> Result<(), ServerFnError> {
     use super::server::*;
     use vf_control::access::{Role, Target};

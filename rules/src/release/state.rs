@@ -20,7 +20,7 @@ use crate::gates::GateResult;
 use crate::plan::RolloutPlan;
 
 /// How a started stage ended; absent while it bakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StageOutcome {
     Passed,
@@ -29,7 +29,7 @@ pub enum StageOutcome {
 }
 
 /// Who asked for an evaluation of a stage's gates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
     /// The bake deadline passed.
@@ -70,7 +70,7 @@ impl Trigger {
 }
 
 /// What an evaluation led to: the kind of its [`Decision`], or a refused operator action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DecisionKind {
     Advance,
@@ -121,7 +121,7 @@ pub struct GateEvaluation {
 }
 
 /// An operator's pause: who, when, why, and how much of the bake was left.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pause {
     pub at: i64,
@@ -137,7 +137,7 @@ pub struct Pause {
 }
 
 /// The reason an operator gave for an action (rollback, complete, pause, resume, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Note {
     pub at: i64,
@@ -151,7 +151,7 @@ pub const MAX_REASON_CHARS: usize = 500;
 
 /// An operator's advance, complete or broaden that a gate refused. Kept apart from the
 /// stage's evaluations: an early button press is not evidence about the canary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RefusedAttempt {
     pub at: i64,

@@ -16,6 +16,7 @@ pub mod agent;
 pub mod edge;
 pub mod health;
 pub mod opamp;
+pub mod openapi;
 
 /// What every agent-facing route gets: a body limit (413 above it), fair overload shedding
 /// (503 with `Retry-After`, which agents honour; see [`admission`]) and request counts and

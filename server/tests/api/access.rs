@@ -5,9 +5,14 @@
 //! 401, a role too low or held in the wrong place 403, everyone else gets past the door
 //! (the action itself may still answer 400, 404, 409, 412 or 428). A server function the
 //! table does not list fails the test: a new one must say who may call it.
+//!
+//! A server function's role and place are not written here: they are read from
+//! `app::api::catalog`, the table the API description (`/api/openapi.json`) is built from,
+//! and every answer's status must be one that description lists.
 
 use std::collections::BTreeSet;
 
+use app::api::catalog;
 use reqwest::header::IF_MATCH;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -20,6 +25,7 @@ use vf_control::{fleet, rolling, Actor};
 use crate::helpers::{
     browser, browser_with_session, client_with_token, grant, labels, operator, TestApp, PASSWORD,
 };
+use crate::openapi::Described;
 
 /// Who created the releases the table acts on: none of the callers.
 const AUTHOR: &str = "author@example.com";
@@ -112,6 +118,23 @@ fn row(
     }
 }
 
+/// A server function's row. The role it needs and where come from the catalog the API
+/// description (`GET /api/openapi.json`) is built from, so this test enforces what the
+/// document says.
+fn call(endpoint: &'static str, fresh: Fresh, body: fn(&Fixtures, &Made) -> Value) -> Row {
+    let Some(listed) = catalog::endpoint(endpoint) else {
+        panic!("{endpoint} has no row in app::api::catalog")
+    };
+    let scope = match listed.scope {
+        catalog::Scope::Environment => Scope::Environment,
+        catalog::Scope::Everywhere => Scope::Everywhere,
+        catalog::Scope::Anywhere => Scope::Anywhere,
+        catalog::Scope::SignedIn => Scope::SignedIn,
+        catalog::Scope::Users => Scope::Users,
+    };
+    row(Call::Fn(endpoint), listed.role, scope, fresh, body)
+}
+
 fn no_body(_: &Fixtures, _: &Made) -> Value {
     json!({})
 }
@@ -132,388 +155,233 @@ fn percent_body(_: &Fixtures, _: &Made) -> Value {
 fn table() -> Vec<Row> {
     use Call::{Fn, Route};
     use Fresh as F;
-    use Role::{Admin, Editor, Viewer};
+    use Role::{Admin, Viewer};
     use Scope::*;
     vec![
         // --- the caller itself
-        row(Fn("session.me"), Viewer, SignedIn, F::Nothing, no_body),
-        row(
-            Fn("session.password.change"),
-            Viewer,
-            Users,
+        call("session.me", F::Nothing, no_body),
+        call(
+            "session.password.change",
             F::Nothing,
             |_, _| json!({"current_password": "not the current password", "new_password": "another long password"}),
         ),
         // --- environments and enrollment tokens
-        row(
-            Fn("environment.list"),
-            Viewer,
-            Anywhere,
-            F::Nothing,
-            no_body,
-        ),
-        row(
-            Fn("environment.create"),
-            Admin,
-            Everywhere,
+        call("environment.list", F::Nothing, no_body),
+        call(
+            "environment.create",
             F::Name,
             |_, m| json!({ "name": m.id }),
         ),
-        row(
-            Fn("environment.tokens"),
-            Admin,
-            Environment,
-            F::Nothing,
-            env_body,
-        ),
-        row(
-            Fn("environment.token.create"),
-            Admin,
-            Environment,
+        call("environment.tokens", F::Nothing, env_body),
+        call(
+            "environment.token.create",
             F::Nothing,
             |fx, _| json!({ "environment_id": fx.env, "label": "access" }),
         ),
-        row(
-            Fn("environment.token.revoke"),
-            Admin,
-            Environment,
+        call(
+            "environment.token.revoke",
             F::EnrollmentToken,
             |_, m| json!({ "token_id": m.id }),
         ),
         // --- fleet
-        row(Fn("fleet.nodes"), Viewer, Environment, F::Nothing, env_body),
-        row(
-            Fn("node.get"),
-            Viewer,
-            Environment,
+        call("fleet.nodes", F::Nothing, env_body),
+        call(
+            "node.get",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node }),
         ),
-        row(
-            Fn("node.sample"),
-            Editor,
-            Environment,
+        call(
+            "node.sample",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "pipeline_id": fx.pipeline, "component_keys": ["in"] }),
         ),
-        row(
-            Fn("node.sample.results"),
-            Editor,
-            Environment,
+        call(
+            "node.sample.results",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "request_id": "no-such-request" }),
         ),
-        row(
-            Fn("node.tap.start"),
-            Editor,
-            Environment,
+        call(
+            "node.tap.start",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "pipeline_id": fx.pipeline, "component_id": "in" }),
         ),
-        row(
-            Fn("node.tap.stop"),
-            Editor,
-            Environment,
+        call(
+            "node.tap.stop",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "request_id": "no-such-tap" }),
         ),
-        row(
-            Fn("node.tap.events"),
-            Editor,
-            Environment,
+        call(
+            "node.tap.events",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "request_id": "no-such-tap" }),
         ),
-        row(
-            Fn("node.restart"),
-            Editor,
-            Environment,
+        call(
+            "node.restart",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "pipeline_id": fx.pipeline }),
         ),
         // --- webhooks
-        row(
-            Fn("webhook.create"),
-            Admin,
-            Environment,
+        call(
+            "webhook.create",
             F::Nothing,
             |fx, _| json!({ "environment_id": fx.env, "url": "http://127.0.0.1:9/hook", "events": ["release.created"] }),
         ),
-        row(Fn("webhook.list"), Admin, Environment, F::Nothing, env_body),
-        row(
-            Fn("webhook.delete"),
-            Admin,
-            Environment,
-            F::Webhook,
-            |_, m| json!({ "id": m.id }),
-        ),
-        row(
-            Fn("webhook.deliveries"),
-            Admin,
-            Environment,
+        call("webhook.list", F::Nothing, env_body),
+        call("webhook.delete", F::Webhook, |_, m| json!({ "id": m.id })),
+        call(
+            "webhook.deliveries",
             F::Webhook,
             |_, m| json!({ "webhook_id": m.id }),
         ),
-        row(
-            Fn("webhook.redeliver"),
-            Admin,
-            Environment,
+        call(
+            "webhook.redeliver",
             F::WebhookDelivery,
             |_, m| json!({ "delivery_id": m.id }),
         ),
-        row(
-            Fn("fleet.node.labels"),
-            Editor,
-            Environment,
+        call(
+            "fleet.node.labels",
             F::Nothing,
             |fx, _| json!({ "node_id": fx.node, "labels": {"rack": "r1"} }),
         ),
-        row(
-            Fn("fleet.node.revoke"),
-            Admin,
-            Environment,
+        call(
+            "fleet.node.revoke",
             F::Node,
             |_, m| json!({ "node_id": m.id }),
         ),
-        row(
-            Fn("fleet.groups"),
-            Viewer,
-            Environment,
-            F::Nothing,
-            env_body,
-        ),
-        row(
-            Fn("fleet.group.create"),
-            Editor,
-            Environment,
+        call("fleet.groups", F::Nothing, env_body),
+        call(
+            "fleet.group.create",
             F::Name,
             |fx, m| json!({ "environment_id": fx.env, "name": m.id, "criteria": {"tier": "edge"} }),
         ),
-        row(
-            Fn("fleet.group.delete"),
-            Editor,
-            Environment,
-            F::Group,
-            |_, m| json!({ "id": m.id }),
-        ),
+        call("fleet.group.delete", F::Group, |_, m| json!({ "id": m.id })),
         // --- pipelines
-        row(
-            Fn("pipeline.list"),
-            Viewer,
-            Environment,
-            F::Nothing,
-            env_body,
-        ),
-        row(
-            Fn("pipeline.create"),
-            Editor,
-            Environment,
+        call("pipeline.list", F::Nothing, env_body),
+        call(
+            "pipeline.create",
             F::Name,
             |fx, m| json!({ "environment_id": fx.env, "name": m.id, "node_selector": {} }),
         ),
-        row(
-            Fn("pipeline.get"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.get",
             F::Nothing,
             |fx, _| json!({ "id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.summary"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.summary",
             F::Nothing,
             |fx, _| json!({ "id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.nodes"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.nodes",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.version.config"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.version.config",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline, "version": 1 }),
         ),
-        row(
-            Fn("pipeline.diff"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.diff",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.release_diff"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.release_diff",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.release_series"),
-            Viewer,
-            Environment,
+        call(
+            "pipeline.release_series",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("pipeline.deploy"),
-            Editor,
-            Environment,
+        call(
+            "pipeline.deploy",
             F::Pipeline,
             |_, m| json!({ "pipeline_id": m.id, "config_yaml": "v: 3\n", "changelog": "access" }),
         ),
         // --- releases
-        row(Fn("release.new_id"), Viewer, Anywhere, F::Nothing, no_body),
-        row(
-            Fn("promql.test"),
-            Viewer,
-            Anywhere,
-            F::Nothing,
-            |_, _| json!({ "query": "up" }),
-        ),
-        row(
-            Fn("release.preview"),
-            Viewer,
-            Environment,
+        call("release.new_id", F::Nothing, no_body),
+        call("promql.test", F::Nothing, |_, _| json!({ "query": "up" })),
+        call(
+            "release.preview",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline, "release_id": "r", "selectors": [{"percentage": 50}] }),
         ),
-        row(
-            Fn("release.canary.get"),
-            Viewer,
-            Environment,
+        call(
+            "release.canary.get",
             F::Nothing,
             |fx, _| json!({ "release_id": fx.release }),
         ),
-        row(
-            Fn("release.stage.nodes"),
-            Viewer,
-            Environment,
+        call(
+            "release.stage.nodes",
             F::Nothing,
             |fx, _| json!({ "release_id": fx.release, "stage": 1 }),
         ),
-        row(
-            Fn("release.list"),
-            Viewer,
-            Environment,
+        call(
+            "release.list",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("release.history"),
-            Viewer,
-            Environment,
+        call(
+            "release.history",
             F::Nothing,
             |fx, _| json!({ "pipeline_id": fx.pipeline }),
         ),
-        row(
-            Fn("release.series"),
-            Viewer,
-            Environment,
+        call(
+            "release.series",
             F::Nothing,
             |fx, _| json!({ "release_id": fx.release }),
         ),
-        row(
-            Fn("release.canary.create"),
-            Editor,
-            Environment,
+        call(
+            "release.canary.create",
             F::Pipeline,
             |_, m| json!({ "pipeline_id": m.id, "config_yaml": "v: 2\n", "rollout_plan": plan() }),
         ),
-        row(
-            Fn("release.canary.advance"),
-            Editor,
-            Environment,
-            F::Release,
-            release_body,
-        ),
-        row(
-            Fn("release.canary.complete"),
-            Editor,
-            Environment,
-            F::Release,
-            release_body,
-        ),
-        row(
-            Fn("release.canary.broaden"),
-            Editor,
-            Environment,
-            F::PlanlessRelease,
-            release_body,
-        ),
+        call("release.canary.advance", F::Release, release_body),
+        call("release.canary.complete", F::Release, release_body),
+        call("release.canary.broaden", F::PlanlessRelease, release_body),
         // Someone else's release: rolling it back is an admin's call.
-        row(
-            Fn("release.canary.pause"),
-            Editor,
-            Environment,
-            F::Release,
-            release_body,
-        ),
-        row(
-            Fn("release.canary.resume"),
-            Editor,
-            Environment,
-            F::Release,
-            release_body,
-        ),
-        row(
-            Fn("release.canary.rollback"),
-            Admin,
-            Environment,
-            F::Release,
-            release_body,
-        ),
+        call("release.canary.pause", F::Release, release_body),
+        call("release.canary.resume", F::Release, release_body),
+        call("release.canary.rollback", F::Release, release_body),
         // --- users (outside any environment)
-        row(Fn("user.list"), Admin, Everywhere, F::Nothing, no_body),
-        row(
-            Fn("user.create"),
-            Admin,
-            Everywhere,
+        call("user.list", F::Nothing, no_body),
+        call(
+            "user.create",
             F::Name,
             |_, m| json!({ "email": format!("{}@example.com", m.id), "password": PASSWORD, "grants": [] }),
         ),
-        row(
-            Fn("user.grants.set"),
-            Admin,
-            Everywhere,
+        call(
+            "user.grants.set",
             F::User,
             |_, m| json!({ "user_id": m.id, "grants": [{"environment_id": "*", "role": "viewer"}] }),
         ),
-        row(
-            Fn("user.disabled.set"),
-            Admin,
-            Everywhere,
+        call(
+            "user.disabled.set",
             F::User,
             |_, m| json!({ "user_id": m.id, "disabled": true }),
         ),
-        row(
-            Fn("user.sessions.revoke"),
-            Admin,
-            Everywhere,
+        call(
+            "user.sessions.revoke",
             F::User,
             |_, m| json!({ "user_id": m.id }),
         ),
-        row(
-            Fn("user.password.set"),
-            Admin,
-            Everywhere,
+        call(
+            "user.password.set",
             F::User,
             |_, m| json!({ "user_id": m.id, "password": "a new long password" }),
         ),
         // --- API tokens
-        row(Fn("api_token.list"), Admin, Anywhere, F::Nothing, no_body),
-        row(
-            Fn("api_token.create"),
-            Admin,
-            Environment,
+        call("api_token.list", F::Nothing, no_body),
+        call(
+            "api_token.create",
             F::Nothing,
             |fx, _| json!({ "name": "ci", "environment_id": fx.env, "role": "viewer" }),
         ),
+        // An edge-config token (environment `*`) needs admin of every environment.
         row(
             Fn("api_token.create"),
             Admin,
@@ -521,48 +389,28 @@ fn table() -> Vec<Row> {
             F::Nothing,
             |_, _| json!({ "name": "ci", "environment_id": "*", "role": "viewer" }),
         ),
-        row(
-            Fn("api_token.revoke"),
-            Admin,
-            Environment,
+        call(
+            "api_token.revoke",
             F::ApiToken,
             |_, m| json!({ "token_id": m.id }),
         ),
         // --- the audit log
-        row(
-            Fn("audit.list"),
-            Viewer,
-            Everywhere,
-            F::Nothing,
-            |_, _| json!({ "query": {} }),
-        ),
-        row(Fn("audit.verify"), Viewer, Everywhere, F::Nothing, no_body),
+        call("audit.list", F::Nothing, |_, _| json!({ "query": {} })),
+        call("audit.verify", F::Nothing, no_body),
         // --- rolling rollouts and the edge config
-        row(
-            Fn("admin.edge.get"),
-            Viewer,
-            Everywhere,
-            F::Nothing,
-            no_body,
-        ),
-        row(
-            Fn("admin.rollout.set"),
-            Admin,
-            Everywhere,
+        call("admin.edge.get", F::Nothing, no_body),
+        call(
+            "admin.rollout.set",
             F::Name,
             |_, m| json!({ "name": m.id, "percent": 10 }),
         ),
-        row(
-            Fn("admin.rollout.org.remove"),
-            Admin,
-            Everywhere,
+        call(
+            "admin.rollout.org.remove",
             F::RolloutWithOrg,
             |_, m| json!({ "name": m.id, "org": "acme", "row_version": m.row_version }),
         ),
-        row(
-            Fn("admin.rollout.delete"),
-            Admin,
-            Everywhere,
+        call(
+            "admin.rollout.delete",
             F::Rollout,
             |_, m| json!({ "name": m.id, "row_version": m.row_version, "confirm_name": m.id }),
         ),
@@ -616,42 +464,20 @@ fn table() -> Vec<Row> {
             no_body,
         ),
         // --- environment holds (last: a stopped line refuses the releases other rows make)
-        row(
-            Fn("environment.hold"),
-            Viewer,
-            Environment,
-            F::Nothing,
-            env_body,
-        ),
-        row(Fn("freeze.list"), Viewer, Environment, F::Nothing, env_body),
-        row(
-            Fn("freeze.create"),
-            Admin,
-            Environment,
+        call("environment.hold", F::Nothing, env_body),
+        call("freeze.list", F::Nothing, env_body),
+        call(
+            "freeze.create",
             F::Nothing,
             |fx, _| json!({ "environment_id": fx.env, "window": "Sat 00:00 - Sun 00:00 UTC" }),
         ),
-        row(
-            Fn("freeze.delete"),
-            Admin,
-            Environment,
+        call(
+            "freeze.delete",
             F::FreezeWindow,
             |_, m| json!({ "id": m.id }),
         ),
-        row(
-            Fn("environment.line.stop"),
-            Admin,
-            Environment,
-            F::LineRunning,
-            env_body,
-        ),
-        row(
-            Fn("environment.line.lift"),
-            Admin,
-            Environment,
-            F::LineStopped,
-            env_body,
-        ),
+        call("environment.line.stop", F::LineRunning, env_body),
+        call("environment.line.lift", F::LineStopped, env_body),
     ]
 }
 
@@ -1076,6 +902,27 @@ async fn last_audit_seq(app: &TestApp) -> i64 {
         .unwrap_or(0)
 }
 
+/// Why a server function's successful call is not what its API description says: the body
+/// the server took must be a valid request and the answer a valid result. `None` when both
+/// are (or the call did not succeed).
+fn wrong_answer(
+    described: &mut Described,
+    row: &Row,
+    body: &Value,
+    status: u16,
+    text: &str,
+) -> Option<Vec<String>> {
+    let (Call::Fn(name), 200) = (row.call, status) else {
+        return None;
+    };
+    let mut refusals = described.request_refusals(name, body);
+    match serde_json::from_str::<Value>(text) {
+        Ok(answer) => refusals.extend(described.result_refusals(name, &answer)),
+        Err(e) => refusals.push(format!("not JSON ({e}): {text}")),
+    };
+    (!refusals.is_empty()).then_some(refusals)
+}
+
 #[tokio::test]
 async fn every_server_function_and_admin_route_admits_exactly_the_roles_its_row_names() {
     let app = TestApp::spawn_with(vf_control::testing::TestDb::sqlite(), |c| {
@@ -1084,6 +931,7 @@ async fn every_server_function_and_admin_route_admits_exactly_the_roles_its_row_
     .await;
     let fx = fixtures(&app).await;
     let clients = callers(&app, &fx).await;
+    let mut described = Described::new(app::api::openapi::document());
     let mut wrong = Vec::new();
     let mut n = 0;
     for row in table() {
@@ -1092,6 +940,7 @@ async fn every_server_function_and_admin_route_admits_exactly_the_roles_its_row_
             let made = make(&app, row.fresh, n).await;
             let body = (row.body)(&fx, &made);
             let before = last_audit_seq(&app).await;
+            let sent = body.clone();
             let (status, text) = send(&app, &client.http, &row, body, &made).await;
             let expect = expected(&row, client.caller);
             let got = match status {
@@ -1099,9 +948,28 @@ async fn every_server_function_and_admin_route_admits_exactly_the_roles_its_row_
                 403 => Expect::Forbidden,
                 _ => Expect::Allowed,
             };
+            let listed = match row.call {
+                Call::Fn(name) => catalog::endpoint(name).map(|e| e.statuses()),
+                Call::Route(..) => None,
+            };
             if got != expect {
                 wrong.push(format!(
                     "{} by {:?}: expected {expect:?}, got {status} {text}",
+                    row.name(),
+                    client.caller
+                ));
+            } else if let Some(refusals) = wrong_answer(&mut described, &row, &sent, status, &text)
+            {
+                wrong.push(format!(
+                    "{} by {:?} answered what its API description does not describe: {}",
+                    row.name(),
+                    client.caller,
+                    refusals.join("; ")
+                ));
+            } else if listed.as_ref().is_some_and(|l| !l.contains(&status)) {
+                wrong.push(format!(
+                    "{} by {:?} answered {status}, a status its API description does not list \
+                     ({listed:?}): {text}",
                     row.name(),
                     client.caller
                 ));

@@ -26,6 +26,7 @@ mod helpers;
 mod hostile_counters;
 mod last_seen;
 mod opamp;
+mod openapi;
 mod prometheus;
 mod promql;
 mod racing_operators;

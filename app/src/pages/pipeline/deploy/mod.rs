@@ -14,6 +14,7 @@ use crate::api::releases::{new_release_id, preview_release, CreateCanary};
 use crate::components::ErrorBox;
 use crate::preview::{GroupRef, PreviewView, StagePreview};
 use crate::types::{plural, PipelineDetail};
+use vf_rules::Unparsed;
 
 mod canary_fields;
 mod canary_model;
@@ -196,6 +197,7 @@ pub fn DeployForm(
         asked.update_value(|n| *n += 1);
         let question = asked.get_value();
         spawn_local(async move {
+            let selectors = selectors.into_iter().map(Unparsed::new).collect();
             let answer = preview_release(pipeline, release, selectors).await;
             if asked.get_value() == question {
                 preview.set(Some(answer.map_err(|e| error_text(&e))));
@@ -274,8 +276,9 @@ pub fn DeployForm(
             pipeline_id: id.get_untracked(),
             config_yaml: config.get_untracked(),
             changelog: changelog.get_untracked(),
-            rollout_plan: progressive.then(|| checked_plan.with_untracked(|c| c.json.clone())),
-            canary_selector: (!progressive).then_some(selector),
+            rollout_plan: progressive
+                .then(|| Unparsed::new(checked_plan.with_untracked(|c| c.json.clone()))),
+            canary_selector: (!progressive).then(|| Unparsed::new(selector)),
             health_check_window_minutes: if progressive { None } else { window_minutes },
             release_id: match release_id.get_untracked() {
                 ReleaseId::Ready(id) => Some(id),
