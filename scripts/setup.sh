@@ -45,9 +45,11 @@ if ! "$tools/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q 'versio
   npm install --prefix "$tools" --no-audit --no-fund --no-save binaryen@132.0.0
 fi
 
-if [ ! -x end2end/node_modules/.bin/playwright ]; then
+# Again whenever package-lock.json changed since the last install (a copy is kept beside).
+if [ ! -x end2end/node_modules/.bin/playwright ] \
+  || ! cmp -s end2end/package-lock.json end2end/node_modules/.vf-installed-lock.json; then
   log "npm packages for end2end/ (Playwright; the browser is Debian's chromium)"
-  (cd end2end && npm ci --no-audit --no-fund)
+  (cd end2end && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.vf-installed-lock.json)
 fi
 bash scripts/opamp-client.sh >/dev/null
 log "setup done"
