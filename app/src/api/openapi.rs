@@ -224,10 +224,7 @@ fn rename_conflicts(
         let renames: Vec<(String, String)> = written
             .iter()
             .filter(|(name, schema)| read.get(*name).is_some_and(|r| r != *schema))
-            .map(|(name, _)| name.clone())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|name| {
+            .map(|(name, _)| {
                 let taken = |n: &str| read.contains_key(n) || written.contains_key(n);
                 let to = (1..)
                     .map(|i| match i {
@@ -236,7 +233,7 @@ fn rename_conflicts(
                     })
                     .find(|n| !taken(n))
                     .unwrap_or_default();
-                (name, to)
+                (name.clone(), to)
             })
             .collect();
         if renames.is_empty() {
