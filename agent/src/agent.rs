@@ -12,6 +12,7 @@ use std::{
 use futures::future::{select_all, FutureExt};
 use std::sync::atomic::Ordering;
 
+use crate::update::{self, DeploymentMode};
 use vf_protocol::{
     AgentHealth, ConfigResponse, EnrollRequest, Heartbeat, PipelineLogs, PipelineReport,
     PushMessage, SampleRequest, SampleResults, LOGS_PATH, SAMPLES_PATH,
@@ -77,8 +78,13 @@ pub struct Agent {
     last_config: Option<ConfigResponse>,
     /// The push stream, once a config named one (`run` only).
     push: Option<PushFeed>,
-    /// The `agentHealth` the server last acknowledged.
-    health_sent: Option<AgentHealth>,
+    /// The `agentHealth` (without its uptime, which changes every time and alone is no
+    /// reason to send it) and `updateError` the server last acknowledged.
+    health_sent: Option<(AgentHealth, Option<String>)>,
+    /// When this agent started, for `agentHealth.uptimeSeconds` (fractional seconds).
+    started_at: Instant,
+    /// Self-update: the target tried, why it failed, and the binary to run once it worked.
+    update: UpdateState,
     /// The sample requests answered lately (by id), so a request seen both on the push
     /// stream and in a config document is answered once.
     answered: std::collections::VecDeque<String>,
@@ -107,12 +113,13 @@ impl Agent {
     }
 
     async fn start_with_mode(options: AgentOptions, mode: RunMode) -> Result<Agent> {
-        let client = ServerClient::new(&options.server_url)?;
+        let client = ServerClient::with_root(&options.server_url, options.extra_root.as_ref())?;
         let identity = match Identity::load(&options.data_dir).await? {
             Some(identity) => identity,
             None => enroll(&client, &options).await?,
         };
         tracing::info!(node_id = %identity.node_id, hostname = %options.hostname, "agent ready");
+        let update = UpdateState::new(options.deployment_mode);
         Ok(Agent {
             files: PipelineFiles::new(&options.data_dir),
             last_good: LastGoodConfigs::load(&options.data_dir).await?,
@@ -126,6 +133,8 @@ impl Agent {
             last_config: None,
             push: None,
             health_sent: None,
+            started_at: Instant::now(),
+            update,
             answered: Default::default(),
             taps: Taps::default(),
             pushed_interval: None,
@@ -192,8 +201,8 @@ impl Agent {
             .poll_config(&self.identity.node_token, &heartbeat, self.etag.as_deref())
             .await?;
         self.departed.clear();
-        if heartbeat.agent_health.is_some() {
-            self.health_sent = heartbeat.agent_health;
+        if let Some(health) = heartbeat.agent_health {
+            self.health_sent = Some((without_uptime(health), heartbeat.update_error));
         }
         let outcome = match answer {
             ConfigPoll::NotModified => PollOutcome::NotModified,
@@ -203,12 +212,50 @@ impl Agent {
                     self.answer_sample(request);
                 }
                 self.etag = etag;
-                self.last_config = Some(config);
+                self.last_config = Some(*config);
                 PollOutcome::Applied(summary)
             }
         };
+        self.consider_update().await;
         self.ship_logs();
         Ok(outcome)
+    }
+
+    /// Acts on the config's `pendingAction` ([`crate::update`]): once per target version.
+    /// A simulated node has no binary: it takes the new version as its own at once, so
+    /// agent releases can be rehearsed on a simulated fleet.
+    async fn consider_update(&mut self) {
+        let action = self
+            .last_config
+            .as_ref()
+            .and_then(|c| c.pending_action.clone());
+        let Some(action) = action else {
+            self.update.error = None;
+            return;
+        };
+        if action.target_version == self.options.agent_version
+            || self.update.attempted.as_deref() == Some(action.target_version.as_str())
+        {
+            return;
+        }
+        self.update.attempted = Some(action.target_version.clone());
+        if matches!(self.mode, RunMode::Simulate(_)) {
+            tracing::info!(target_version = %action.target_version, "simulated self-update");
+            self.options.agent_version = action.target_version.clone();
+            self.update.error = None;
+            return;
+        }
+        match self.update.perform(&action, &self.options).await {
+            Ok(exe) => {
+                tracing::info!(target_version = %action.target_version, exe = %exe.display(),
+                    "self-update installed; restarting");
+                self.update.installed = Some(exe);
+            }
+            Err(error) => {
+                tracing::warn!(target_version = %action.target_version, "self-update refused: {error}");
+                self.update.error = Some(error);
+            }
+        }
     }
 
     /// Sends the pipelines' new log lines (`/api/agent/logs`) in the background. Lines that
@@ -331,8 +378,8 @@ impl Agent {
             .heartbeat(&self.identity.node_token, &heartbeat)
             .await?;
         self.departed.clear();
-        if heartbeat.agent_health.is_some() {
-            self.health_sent = heartbeat.agent_health;
+        if let Some(health) = heartbeat.agent_health {
+            self.health_sent = Some((without_uptime(health), heartbeat.update_error));
         }
         Ok(())
     }
@@ -445,7 +492,9 @@ impl Agent {
     /// Polls until `shutdown` resolves, then stops all pipelines. Errors never end the loop:
     /// a revoked token retries slowly, 429/503 honour `Retry-After`, the rest back off.
     /// Between polls it supervises the pipeline processes (`supervise`).
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+    /// Polls, applies and supervises until `shutdown` resolves ([`Exit::Shutdown`]) or a
+    /// self-update installed a new binary ([`Exit::Restart`]); pipelines are stopped either way.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Exit {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::default();
         loop {
@@ -453,6 +502,9 @@ impl Agent {
                 () = &mut shutdown => break,
                 result = self.poll_once() => result,
             };
+            if self.update.installed.is_some() {
+                break;
+            }
             let delay = match result {
                 Ok(_) => {
                     backoff.reset();
@@ -480,6 +532,10 @@ impl Agent {
         self.taps = Taps::default();
         tracing::info!(node_id = %self.node_id(), "shutting down; stopping pipelines");
         self.stop_all().await;
+        match self.update.installed.take() {
+            Some(exe) => Exit::Restart(exe),
+            None => Exit::Shutdown,
+        }
     }
 
     fn heartbeat(&mut self) -> Heartbeat {
@@ -497,18 +553,27 @@ impl Agent {
             push_reconnects_total: self
                 .push
                 .as_ref()
-                .map(|p| p.health.reconnects.load(Ordering::Relaxed)),
+                .map(|p| p.health.reconnects.load(Ordering::Relaxed).into()),
             pipelines_running: Some(running),
             ..AgentHealth::default()
         };
-        // Sent when it changed: a heartbeat carrying it is written before it is answered.
-        let agent_health = (self.health_sent.as_ref() != Some(&health)).then_some(health);
+        // Sent when it (or the update error) changed: a heartbeat carrying it is written
+        // before it is answered. The deployment mode and update error travel with it.
+        let report = (health, self.update.error.clone());
+        let changed = self.health_sent.as_ref() != Some(&report);
+        let (health, update_error) = report;
+        let agent_health = changed.then(|| AgentHealth {
+            uptime_seconds: vf_protocol::Number::from_f64(self.started_at.elapsed().as_secs_f64()),
+            ..health
+        });
         Heartbeat {
             pipelines,
             agent_version: Some(self.options.agent_version.clone()),
             vector_version: None,
             labels: (!self.options.labels.is_empty()).then(|| self.options.labels.clone()),
             host_metrics: None,
+            deployment_mode: changed.then(|| self.update.mode.as_str().to_string()),
+            update_error: changed.then_some(update_error).flatten(),
             agent_health,
             ..Heartbeat::default()
         }
@@ -635,5 +700,61 @@ async fn next_push(push: &mut Option<PushFeed>) -> Option<PushMessage> {
     match push {
         Some(feed) => feed.messages.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// `health` as compared with the next one: its uptime always changes.
+fn without_uptime(health: AgentHealth) -> AgentHealth {
+    AgentHealth {
+        uptime_seconds: None,
+        ..health
+    }
+}
+
+/// Why [`Agent::run`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Asked to stop.
+    Shutdown,
+    /// A self-update replaced the binary at this path: run it with the same arguments.
+    Restart(std::path::PathBuf),
+}
+
+/// Self-update state of one agent.
+#[derive(Debug)]
+struct UpdateState {
+    mode: DeploymentMode,
+    /// The target version last tried: each is tried once per process.
+    attempted: Option<String>,
+    /// Why the last try failed, reported as `updateError` while the server still asks.
+    error: Option<String>,
+    /// The executable replaced by a successful update, to run next.
+    installed: Option<std::path::PathBuf>,
+}
+
+impl UpdateState {
+    fn new(mode: Option<DeploymentMode>) -> UpdateState {
+        UpdateState {
+            mode: mode.unwrap_or_else(DeploymentMode::detect),
+            attempted: None,
+            error: None,
+            installed: None,
+        }
+    }
+
+    /// Checks, downloads, verifies and installs; returns the replaced executable.
+    async fn perform(
+        &self,
+        action: &vf_protocol::PendingAction,
+        options: &AgentOptions,
+    ) -> std::result::Result<std::path::PathBuf, String> {
+        let request = update::check(action, self.mode)?;
+        let exe = std::env::current_exe()
+            .and_then(|p| p.canonicalize())
+            .map_err(|e| format!("finding the agent's executable: {e}"))?;
+        let http = update::client(options.extra_root.as_ref())?;
+        let verified = update::download(&http, &request, options.update_key.as_ref(), &exe).await?;
+        update::install(&verified, &exe)?;
+        Ok(exe)
     }
 }

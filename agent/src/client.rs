@@ -22,7 +22,7 @@ const MAX_ERROR_BODY: usize = 512;
 pub enum ConfigPoll {
     /// 200: the full desired state, with the ETag to send next time.
     Changed {
-        config: ConfigResponse,
+        config: Box<ConfigResponse>,
         etag: Option<String>,
     },
     /// 304: nothing changed since the ETag we sent.
@@ -38,10 +38,18 @@ pub struct ServerClient {
 
 impl ServerClient {
     pub fn new(server_url: &str) -> Result<Self> {
-        let http = reqwest::Client::builder()
+        Self::with_root(server_url, None)
+    }
+
+    /// A client that also trusts `extra_root` (`--ca-file`).
+    pub fn with_root(server_url: &str, extra_root: Option<&reqwest::Certificate>) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
-            .user_agent(concat!("vf-agent/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .user_agent(concat!("vf-agent/", env!("CARGO_PKG_VERSION")));
+        if let Some(root) = extra_root {
+            builder = builder.add_root_certificate(root.clone());
+        }
+        let http = builder.build()?;
         Ok(ServerClient {
             http,
             base: server_url.trim_end_matches('/').to_string(),
@@ -88,7 +96,10 @@ impl ServerClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let config = response.json().await?;
-        Ok(ConfigPoll::Changed { config, etag })
+        Ok(ConfigPoll::Changed {
+            config: Box::new(config),
+            etag,
+        })
     }
 
     /// `POST /api/agent/heartbeat`: report without polling.

@@ -26,8 +26,9 @@ mod slot;
 mod status;
 mod tap;
 pub mod template;
+pub mod update;
 
-pub use agent::{Agent, ApplySummary, PollOutcome, DEFAULT_POLL_INTERVAL};
+pub use agent::{Agent, ApplySummary, Exit, PollOutcome, DEFAULT_POLL_INTERVAL};
 pub use backoff::{backoff_delay, retry_delay, MAX_DELAY};
 pub use checksum::sha256_hex;
 pub use client::{ConfigPoll, ServerClient};

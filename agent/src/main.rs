@@ -5,8 +5,9 @@ use std::{collections::BTreeMap, future::Future, path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{error::ErrorKind, CommandFactory, Parser, ValueEnum};
+use vf_agent::update::UpdateKey;
 use vf_agent::{
-    template, Agent, AgentError, AgentOptions, CrashPolicy, SimSettings, SimulationOptions,
+    template, Agent, AgentError, AgentOptions, CrashPolicy, Exit, SimSettings, SimulationOptions,
     Simulator,
 };
 
@@ -79,6 +80,14 @@ struct Cli {
     /// Log output format.
     #[arg(long, env = "VF_AGENT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// ed25519 public key (standard base64 of its 32 bytes) self-updates must be signed
+    /// with; without it an update is checked by its sha256 only.
+    #[arg(long, env = "VF_UPDATE_PUBLIC_KEY", value_name = "BASE64")]
+    update_public_key: Option<UpdateKey>,
+    /// PEM root certificate to trust besides the system's, for the server and update
+    /// downloads (a private CA).
+    #[arg(long, env = "VF_AGENT_CA_FILE", value_name = "PEM")]
+    ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -207,7 +216,20 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    let extra_root = match &cli.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("--ca-file: reading {}", path.display()))?;
+            Some(reqwest::Certificate::from_pem(&pem).with_context(|| {
+                format!("--ca-file: {} is not a PEM certificate", path.display())
+            })?)
+        }
+        None => None,
+    };
     let options = AgentOptions {
+        update_key: cli.update_public_key,
+        extra_root,
+        deployment_mode: None,
         server_url: cli.server,
         enrollment_token: cli.token,
         data_dir: cli.data_dir,
@@ -250,10 +272,31 @@ async fn main() -> anyhow::Result<()> {
                 agent = start => agent?,
                 () = &mut shutdown => return Ok(()),
             };
-            agent.run(shutdown).await;
+            if let Exit::Restart(exe) = agent.run(shutdown).await {
+                return Err(restart(&exe));
+            }
         }
     }
     Ok(())
+}
+
+/// Runs the updated binary in place of this process, with the same arguments and
+/// environment; returns only when that fails.
+#[cfg(unix)]
+fn restart(exe: &std::path::Path) -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .exec();
+    anyhow::anyhow!("running the updated agent {}: {error}", exe.display())
+}
+
+#[cfg(not(unix))]
+fn restart(exe: &std::path::Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the agent was updated at {}: start it again to run the new version",
+        exe.display()
+    )
 }
 
 #[cfg(test)]

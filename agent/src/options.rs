@@ -3,6 +3,7 @@
 use std::{collections::BTreeMap, fmt, path::PathBuf, time::Duration};
 
 use crate::crash::CrashPolicy;
+use crate::update::{DeploymentMode, UpdateKey};
 
 /// Everything `Agent::start` needs.
 #[derive(Clone)]
@@ -27,6 +28,14 @@ pub struct AgentOptions {
     /// When a version counts as healthy and how many failed exits make the agent go back to
     /// the last healthy one; only used with `command`.
     pub crash_policy: CrashPolicy,
+    /// The publisher key self-updates must be signed with (`--update-public-key`); without
+    /// one an update is checked by its sha256 only.
+    pub update_key: Option<UpdateKey>,
+    /// A root certificate trusted besides the system's, for the server and for update
+    /// downloads (`--ca-file`): a private CA, or a test's self-signed server.
+    pub extra_root: Option<reqwest::Certificate>,
+    /// How the agent is deployed; `None` detects it ([`DeploymentMode::detect`]).
+    pub deployment_mode: Option<DeploymentMode>,
 }
 
 impl Default for AgentOptions {
@@ -42,6 +51,9 @@ impl Default for AgentOptions {
             push: true,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
             crash_policy: CrashPolicy::default(),
+            update_key: None,
+            extra_root: None,
+            deployment_mode: None,
         }
     }
 }
@@ -59,6 +71,9 @@ impl fmt::Debug for AgentOptions {
             .field("poll_interval_override", &self.poll_interval_override)
             .field("agent_version", &self.agent_version)
             .field("crash_policy", &self.crash_policy)
+            .field("update_key", &self.update_key)
+            .field("extra_root", &self.extra_root.is_some())
+            .field("deployment_mode", &self.deployment_mode)
             .finish()
     }
 }

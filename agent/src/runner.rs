@@ -235,6 +235,7 @@ impl Runner {
     }
 }
 
-fn seconds(duration: Duration) -> i64 {
-    i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
+/// Fractional seconds, as the protocol reports uptimes (`0.117464567`).
+fn seconds(duration: Duration) -> vf_protocol::Number {
+    vf_protocol::Number::from_f64(duration.as_secs_f64()).unwrap_or_else(|| 0.into())
 }

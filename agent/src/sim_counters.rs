@@ -52,12 +52,12 @@ impl SimCounters {
     /// Copies the counters into a heartbeat report.
     pub fn fill(&self, report: &mut PipelineReport) {
         let bytes = self.events.saturating_mul(BYTES_PER_EVENT);
-        report.events_in = Some(self.events);
-        report.events_out = Some(self.events);
-        report.errors_total = Some(self.errors());
-        report.events_discarded = Some(0);
-        report.bytes_in = Some(bytes);
-        report.bytes_out = Some(bytes);
+        report.events_in = Some(self.events.into());
+        report.events_out = Some(self.events.into());
+        report.errors_total = Some(self.errors().into());
+        report.events_discarded = Some(0.into());
+        report.bytes_in = Some(bytes.into());
+        report.bytes_out = Some(bytes.into());
     }
 
     fn errors(&self) -> i64 {
@@ -82,10 +82,10 @@ mod tests {
         counters.tick();
         counters.tick();
         let report = report(&counters);
-        assert_eq!(report.events_in, Some(200));
-        assert_eq!(report.events_out, Some(200));
-        assert_eq!(report.bytes_in, Some(200 * BYTES_PER_EVENT));
-        assert_eq!(report.errors_total, Some(0));
+        assert_eq!(report.events_in, Some(200.into()));
+        assert_eq!(report.events_out, Some(200.into()));
+        assert_eq!(report.bytes_in, Some((200 * BYTES_PER_EVENT).into()));
+        assert_eq!(report.errors_total, Some(0.into()));
     }
 
     #[test]
@@ -96,7 +96,7 @@ mod tests {
         };
         let mut counters = SimCounters::new(settings, "");
         counters.tick();
-        assert_eq!(report(&counters).errors_total, Some(2));
+        assert_eq!(report(&counters).errors_total, Some(2.into()));
     }
 
     #[test]
@@ -107,6 +107,6 @@ mod tests {
         };
         let mut counters = SimCounters::new(settings, "# vf-simulate: error_rate=0.25\n");
         counters.tick();
-        assert_eq!(report(&counters).errors_total, Some(25));
+        assert_eq!(report(&counters).errors_total, Some(25.into()));
     }
 }

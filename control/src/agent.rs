@@ -198,6 +198,7 @@ impl NodeConfig {
             secret_backend: SECRET_BACKEND.into(),
             push_url: None,
             sample_requests: self.requests.iter().filter_map(|r| r.sample()).collect(),
+            pending_action: None,
         }
     }
 }

@@ -24,9 +24,17 @@ pub fn storable_line(line: &str) -> String {
     cut_bytes(&storable(line), MAX_LINE_BYTES).to_owned()
 }
 
+/// An identifier an agent sends back (pipeline, request, component): present, and free of
+/// NUL characters, which no id of ours has and PostgreSQL cannot store.
 fn required(field: String, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         return Err(ControlError::invalid(field, "must not be empty"));
+    }
+    if value.contains('\0') {
+        return Err(ControlError::invalid(
+            field,
+            "must not contain NUL characters",
+        ));
     }
     Ok(())
 }
@@ -84,7 +92,8 @@ pub async fn append_reported_logs(
     reports: &[PipelineLogs],
     now: i64,
 ) -> Result<()> {
-    for report in reports {
+    // A report of a pipeline id no pipeline can have is ignored, like any unknown pipeline.
+    for report in reports.iter().filter(|r| !r.pipeline_id.contains('\0')) {
         let lines: Vec<String> = report
             .lines
             .iter()

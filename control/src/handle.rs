@@ -48,15 +48,16 @@ pub struct Control {
 
 impl Control {
     pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        let push = Arc::<crate::push::PushHub>::default();
         Self {
-            metrics: crate::metrics::Metrics::new(db.heartbeats.capped.clone()),
+            metrics: crate::metrics::Metrics::new(&db.heartbeats, &push),
             db,
             clock,
             settings: Arc::new(settings),
             http: reqwest::Client::new(),
             login_limiter: Arc::default(),
             delivery: Arc::default(),
-            push: Arc::default(),
+            push,
         }
     }
 

@@ -82,6 +82,8 @@ pub struct Metrics {
     pub gate_input_errors: Family<InputLabels, Counter>,
     /// Reads of a stored release whose state does not parse (fencing, views, actions).
     pub release_state_unreadable: Family<UnreadableLabels, Counter>,
+    /// Agent push streams open on this server; set at each scrape.
+    pub push_streams: Gauge,
     registry: std::sync::Arc<Registry>,
 }
 
@@ -93,9 +95,12 @@ fn gate_labels(result: &vf_rules::GateResult) -> GateLabels {
 }
 
 impl Metrics {
-    /// The metrics, with the count of capped counter deltas kept by the heartbeat writer
-    /// ([`crate::heartbeat::HeartbeatQueue::capped`]).
-    pub fn new(counter_deltas_clamped: Counter) -> Self {
+    /// The metrics, with the counts the heartbeat writer keeps (capped deltas, ignored
+    /// values: [`crate::heartbeat::HeartbeatQueue`]) and the push streams' outcomes
+    /// ([`crate::push::PushHub`]).
+    pub fn new(heartbeats: &crate::heartbeat::HeartbeatQueue, push: &crate::push::PushHub) -> Self {
+        let counter_deltas_clamped = heartbeats.capped.clone();
+        let push_streams = Gauge::default();
         let config_polls = Family::<ServedLabels, Counter>::default();
         let agent_requests = Family::<RouteLabels, Counter>::default();
         let agent_latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
@@ -164,7 +169,23 @@ impl Metrics {
             "Reads of a stored release whose state does not parse, by field (fencing then serves the previous version)",
             release_state_unreadable.clone(),
         );
+        registry.register(
+            "agent_values_ignored",
+            "Numbers in agent heartbeats that could not be used (negative counters, counters past 2^63), by field; the rest of each heartbeat was kept",
+            heartbeats.ignored.clone(),
+        );
+        registry.register(
+            "push_streams_connected",
+            "Agent push streams open on this server",
+            push_streams.clone(),
+        );
+        registry.register(
+            "push_connections",
+            "Agent push streams by outcome: opened, closed (the agent left), revoked (token no longer valid), shutdown",
+            push.outcomes.clone(),
+        );
         Self {
+            push_streams,
             release_state_unreadable,
             sign_ins,
             counter_deltas_clamped,

@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tokio::sync::mpsc;
 use vf_protocol::PushMessage;
 
@@ -99,6 +102,16 @@ impl Session {
 pub struct PushHub {
     sessions: Mutex<HashMap<u64, Session>>,
     next_id: AtomicU64,
+    /// Streams by how they began and ended (the server's `vectorflow_push_connections`):
+    /// `opened`; `closed` (the agent went away), `revoked` (its token no longer holds),
+    /// `shutdown` (the server stopped).
+    pub outcomes: Family<OutcomeLabel, Counter>,
+}
+
+/// The `outcome` label of push connections.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
 }
 
 /// An open push stream: its messages, and its place in the hub (given up when dropped).
@@ -110,11 +123,21 @@ pub struct Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.hub.lock().remove(&self.id);
+        // Gone already when the hub ended it (revoked, shutdown), which counted it then.
+        let removed = self.hub.lock().remove(&self.id).is_some();
+        if removed {
+            self.hub.count("closed", 1);
+        }
     }
 }
 
 impl PushHub {
+    fn count(&self, outcome: &'static str, n: u64) {
+        self.outcomes
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc_by(n);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Session>> {
         // A panic while holding the lock leaves the map itself intact.
         self.sessions
@@ -141,6 +164,7 @@ impl PushHub {
         };
         session.ask(&config.requests);
         self.lock().insert(id, session);
+        self.count("opened", 1);
         Connection {
             messages,
             hub: self.clone(),
@@ -164,7 +188,8 @@ impl PushHub {
 
     /// Ends every stream (shutdown: the connections close instead of holding it up).
     pub fn close_all(&self) {
-        self.lock().clear();
+        let ended = self.lock().drain().count();
+        self.count("shutdown", ended as u64);
     }
 
     /// Recomputes what each connected node is served and tells those whose config changed.
@@ -179,7 +204,9 @@ impl PushHub {
             let config = match agent::node_for_token(ctl, &token).await {
                 Ok(known) => agent::config_for(ctl, &known, ctl.settings.poll_interval_ms).await?,
                 Err(ControlError::Unauthorized) => {
-                    self.lock().remove(&id);
+                    if self.lock().remove(&id).is_some() {
+                        self.count("revoked", 1);
+                    }
                     continue;
                 }
                 Err(e) => return Err(e),

@@ -19,7 +19,7 @@ fn heartbeat(pipeline_id: &str, events_in: i64) -> Heartbeat {
             pipeline_id: pipeline_id.into(),
             version: 1,
             status: "RUNNING".into(),
-            events_in: Some(events_in),
+            events_in: Some(events_in.into()),
             ..PipelineReport::default()
         }],
         ..Heartbeat::default()

@@ -25,9 +25,9 @@ fn report(pipeline_id: &str, version: i64, events_in: i64, errors: i64) -> Pipel
         pipeline_id: pipeline_id.into(),
         version,
         status: "RUNNING".into(),
-        events_in: Some(events_in),
-        events_out: Some(events_in),
-        errors_total: Some(errors),
+        events_in: Some(events_in.into()),
+        events_out: Some(events_in.into()),
+        errors_total: Some(errors.into()),
         ..PipelineReport::default()
     }
 }

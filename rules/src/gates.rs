@@ -139,6 +139,9 @@ pub struct GateInputs {
     /// Milliseconds of bake left. The scheduler evaluates at the deadline (0); an operator
     /// pressing "Advance" early evaluates with time left, and healthWindow then fails.
     pub bake_remaining_ms: i64,
+    /// What the stage's offline rule decided ([`crate::offline::decide`]); `None` when every
+    /// targeted node is heard from. The other inputs already leave its excluded nodes out.
+    pub offline: Option<GateResult>,
 }
 
 /// The distinct PromQL queries of `gates`, in plan order: what the caller runs (each bounded
@@ -157,7 +160,8 @@ pub fn promql_queries<'g>(gates: impl IntoIterator<Item = &'g Gate>) -> Vec<&'g 
 
 /// What a stage is judged on at its deadline or by an operator's action: every gate in plan
 /// order, each [`settle`]d, then canary crashes ([`crashed`]) and proof of apply ([`applied`],
-/// off with `minAppliedPercent: 0`) when the inputs carry the canary nodes' reports.
+/// off with `minAppliedPercent: 0`) when the inputs carry the canary nodes' reports, then
+/// the offline nodes' result ([`crate::offline`]) when any node is offline or departed.
 pub fn stage_results(
     gates: &[Gate],
     min_applied_percent: f64,
@@ -184,6 +188,7 @@ pub fn stage_results_of(
             results.push(applied(min_applied_percent, canary));
         }
     }
+    results.extend(inputs.offline.clone());
     results
 }
 

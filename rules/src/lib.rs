@@ -27,6 +27,7 @@ pub mod fencing;
 pub mod freeze;
 pub mod gates;
 pub mod node;
+pub mod offline;
 pub mod percent;
 pub mod plan;
 pub mod promql;
@@ -42,6 +43,7 @@ pub use gates::{
     GateResult, NodeCrash, NodeErrors, PromQlOutcome, Verdict,
 };
 pub use node::{derive_status, NodeStatus};
+pub use offline::{NodeContact, OfflineDecision, OfflinePolicy, OfflineRule, OfflineSettings};
 pub use percent::Percent;
 pub use plan::{
     parse_canary_selector, BakeSeconds, CanarySelector, Comparator, Gate, OnNoData, PlanError,

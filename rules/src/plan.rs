@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::offline::{OfflineRule, OfflineSettings};
 use crate::percent::Percent;
 
 mod parse;
@@ -274,6 +275,8 @@ pub struct Stage {
     pub gates: Vec<Gate>,
     /// Overrides the plan's `minAppliedPercent` for this stage.
     pub min_applied_percent: Option<f64>,
+    /// Overrides the plan's offline fields for this stage ([`crate::offline`]).
+    pub offline: OfflineSettings,
 }
 
 /// A validated rollout plan. Fields are private so that 1..=20 stages always holds.
@@ -283,6 +286,8 @@ pub struct RolloutPlan {
     auto_advance: bool,
     auto_rollback_on_gate_fail: bool,
     min_applied_percent: f64,
+    /// `offlineNodes`, `offlineAfterSeconds`, `maxOfflinePercent` as written (defaults unset).
+    offline: OfflineSettings,
 }
 
 /// The share of a stage's targeted nodes that must report running the canary before the
@@ -311,10 +316,12 @@ impl RolloutPlan {
                 bake,
                 gates: vec![Gate::HealthWindow],
                 min_applied_percent: None,
+                offline: OfflineSettings::default(),
             }],
             auto_advance: false,
             auto_rollback_on_gate_fail: false,
             min_applied_percent: DEFAULT_MIN_APPLIED_PERCENT,
+            offline: OfflineSettings::default(),
         })
     }
 
@@ -343,6 +350,13 @@ impl RolloutPlan {
             .unwrap_or(self.min_applied_percent)
     }
 
+    /// What stage `index` does with its offline and departed nodes: the stage's offline
+    /// fields, else the plan's, else the defaults ([`crate::offline`]).
+    pub fn offline_rule(&self, index: usize) -> OfflineRule {
+        let stage = self.stage(index).map(|s| s.offline).unwrap_or_default();
+        stage.over(self.offline).rule()
+    }
+
     /// Whether any stage needs Prometheus; create refuses such a plan when it is not set up.
     pub fn uses_promql(&self) -> bool {
         self.gates()
@@ -366,12 +380,14 @@ impl RolloutPlan {
     /// The canonical wire JSON; `RolloutPlan::parse(&plan.to_json())` gives `plan` back.
     pub fn to_json(&self) -> Value {
         let stages: Vec<Value> = self.stages.iter().map(stage_json).collect();
-        json!({
+        let mut json = json!({
             "stages": stages,
             "autoAdvance": self.auto_advance,
             "autoRollbackOnGateFail": self.auto_rollback_on_gate_fail,
             "minAppliedPercent": self.min_applied_percent,
-        })
+        });
+        offline_json(&self.offline, &mut json);
+        json
     }
 
     fn gates(&self) -> impl Iterator<Item = &Gate> {
@@ -419,7 +435,21 @@ fn stage_json(stage: &Stage) -> Value {
     if let Some(min) = stage.min_applied_percent {
         json["minAppliedPercent"] = min.into();
     }
+    offline_json(&stage.offline, &mut json);
     json
+}
+
+/// The offline fields that were set (plans written before they existed stay as they were).
+fn offline_json(offline: &OfflineSettings, json: &mut Value) {
+    if let Some(policy) = offline.policy {
+        json["offlineNodes"] = policy.as_str().into();
+    }
+    if let Some(seconds) = offline.after_seconds {
+        json["offlineAfterSeconds"] = seconds.into();
+    }
+    if let Some(percent) = offline.max_percent {
+        json["maxOfflinePercent"] = percent.into();
+    }
 }
 
 fn gate_json(gate: &Gate) -> Value {
@@ -614,22 +644,46 @@ mod tests {
         let bake =
             (BakeSeconds::MIN..=BakeSeconds::MAX).prop_filter_map("in range", BakeSeconds::new);
         let min = proptest::option::of(0.0f64..=100.0);
-        let stage =
-            (arb_selector(), bake, gates, min).prop_map(|(selector, bake, gates, min)| Stage {
+        let stage = (arb_selector(), bake, gates, min, arb_offline()).prop_map(
+            |(selector, bake, gates, min, offline)| Stage {
                 selector,
                 bake,
                 gates,
                 min_applied_percent: min,
-            });
-        let stages = proptest::collection::vec(stage, 1..=MAX_STAGES);
-        (stages, any::<bool>(), any::<bool>(), 0.0f64..=100.0).prop_map(
-            |(stages, auto_advance, auto_rollback, min)| RolloutPlan {
-                stages,
-                auto_advance,
-                auto_rollback_on_gate_fail: auto_rollback,
-                min_applied_percent: min,
+                offline,
             },
+        );
+        let stages = proptest::collection::vec(stage, 1..=MAX_STAGES);
+        (
+            stages,
+            any::<bool>(),
+            any::<bool>(),
+            0.0f64..=100.0,
+            arb_offline(),
         )
+            .prop_map(
+                |(stages, auto_advance, auto_rollback, min, offline)| RolloutPlan {
+                    stages,
+                    auto_advance,
+                    auto_rollback_on_gate_fail: auto_rollback,
+                    min_applied_percent: min,
+                    offline,
+                },
+            )
+    }
+
+    fn arb_offline() -> impl Strategy<Value = OfflineSettings> {
+        use crate::offline::{OfflinePolicy, MAX_OFFLINE_AFTER_SECONDS};
+        (
+            proptest::option::of(proptest::sample::select(OfflinePolicy::ALL.to_vec())),
+            proptest::option::of(1..=MAX_OFFLINE_AFTER_SECONDS),
+            proptest::option::of(0.0f64..=100.0),
+        )
+            .prop_map(|(policy, after_seconds, max_percent)| OfflineSettings {
+                policy,
+                after_seconds,
+                max_percent,
+            })
     }
 
     proptest! {

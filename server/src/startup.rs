@@ -219,7 +219,7 @@ fn router(state: AppState, config: &Config) -> anyhow::Result<Router> {
             config,
             "5",
         ))
-        .merge(routes::agent::push_router())
+        .merge(routes::counted(routes::agent::push_router(), &state))
         .merge(routes::opamp::router(config, &state))
         // Unknown protocol paths answer 404 without the sign-in wall.
         .route(

@@ -53,7 +53,7 @@ fn bad_starts(data_dir: &Path) -> usize {
 struct Running {
     node_id: String,
     stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    task: JoinHandle<vf_agent::Exit>,
 }
 
 async fn run(options: AgentOptions) -> Running {

@@ -17,7 +17,8 @@ use axum::{
 use tokio::sync::watch;
 use vf_agent::{sha256_hex, AgentOptions};
 use vf_protocol::{
-    ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, PipelineConfig, PipelineReport,
+    ConfigResponse, EnrollRequest, EnrollResponse, Heartbeat, PendingAction, PipelineConfig,
+    PipelineReport,
 };
 
 pub const ENROLLMENT_TOKEN: &str = "enroll-secret";
@@ -33,6 +34,7 @@ struct Fleet {
     config_statuses: Vec<u16>,
     overloaded_retry_after: Option<u64>,
     poll_interval_ms: i64,
+    pending_action: Option<PendingAction>,
 }
 
 type Shared = Arc<Mutex<Fleet>>;
@@ -96,6 +98,11 @@ impl FakeServer {
         self.fleet()
             .served_to
             .insert(node_id.to_string(), pipelines);
+    }
+
+    /// Every config answer carries `action` from now on.
+    pub fn ask(&self, action: PendingAction) {
+        self.fleet().pending_action = Some(action);
     }
 
     pub fn set_poll_interval_ms(&self, ms: i64) {
@@ -229,6 +236,7 @@ fn answer_config(fleet: &mut Fleet, headers: &HeaderMap, report: Heartbeat) -> R
         secret_backend: "BUILTIN".to_string(),
         push_url: None,
         sample_requests: Vec::new(),
+        pending_action: fleet.pending_action.clone(),
     };
     let etag = format!("\"{}\"", sha256_hex(&serde_json::to_string(&body).unwrap()));
     let unchanged = headers

@@ -9,4 +9,5 @@ mod fake_server;
 mod pipelines;
 mod polling;
 mod processes;
+mod self_update;
 mod simulation;

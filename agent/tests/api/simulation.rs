@@ -68,11 +68,11 @@ async fn error_directive_makes_only_the_nodes_running_that_config_report_errors(
 
     for agent in simulator.agents() {
         let report = server.last_report(agent.node_id(), "p1");
-        assert_eq!(report.events_in, Some(100));
+        assert_eq!(report.events_in, Some(100.into()));
         let expected_errors = if agent.node_id() == canary { 25 } else { 0 };
         assert_eq!(
             report.errors_total,
-            Some(expected_errors),
+            Some(expected_errors.into()),
             "{}",
             agent.hostname()
         );
@@ -89,7 +89,7 @@ async fn simulated_counters_accumulate_and_restart_from_zero_on_a_new_version() 
     for _ in 0..4 {
         simulator.poll_all_once().await;
     }
-    assert_eq!(server.last_report(&node, "p1").events_in, Some(300));
+    assert_eq!(server.last_report(&node, "p1").events_in, Some(300.into()));
 
     server.serve(vec![pipeline("p1", 2, BAD_CANARY)]);
     simulator.poll_all_once().await;
@@ -97,7 +97,10 @@ async fn simulated_counters_accumulate_and_restart_from_zero_on_a_new_version() 
 
     let report = server.last_report(&node, "p1");
     assert_eq!(report.version, 2);
-    assert_eq!(report.events_in, Some(100));
-    assert_eq!(report.errors_total, Some(25));
-    assert_eq!(report.bytes_out, Some(100 * vf_agent::BYTES_PER_EVENT));
+    assert_eq!(report.events_in, Some(100.into()));
+    assert_eq!(report.errors_total, Some(25.into()));
+    assert_eq!(
+        report.bytes_out,
+        Some((100 * vf_agent::BYTES_PER_EVENT).into())
+    );
 }

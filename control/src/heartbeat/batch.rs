@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tokio::sync::{oneshot, watch};
 
 use super::{add_deltas, Counters, Report};
@@ -86,6 +87,15 @@ pub struct HeartbeatQueue {
     written: watch::Sender<u64>,
     /// Counter deltas capped at [`super::MAX_DELTA_PER_REPORT`] (the server's metric).
     pub capped: Counter,
+    /// Heartbeat values ignored because they could not be used, by field
+    /// ([`super::values`]; the server's `vectorflow_agent_values_ignored_total`).
+    pub ignored: Family<FieldLabel, Counter>,
+}
+
+/// The `field` label of ignored agent values: a protocol field without indexes.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct FieldLabel {
+    pub field: String,
 }
 
 impl Default for HeartbeatQueue {
@@ -95,6 +105,7 @@ impl Default for HeartbeatQueue {
             writing: AtomicBool::new(false),
             written: watch::Sender::new(0),
             capped: Counter::default(),
+            ignored: Family::default(),
         }
     }
 }
@@ -106,6 +117,15 @@ impl std::fmt::Debug for HeartbeatQueue {
 }
 
 impl HeartbeatQueue {
+    /// Counts one ignored value of `field` (`pipelines[].eventsIn`).
+    pub fn ignored(&self, field: &str) {
+        self.ignored
+            .get_or_create(&FieldLabel {
+                field: field.to_string(),
+            })
+            .inc();
+    }
+
     /// Queues the heartbeat; returns at once, or once it is committed when it changes the
     /// node's facts or the queue is full (see the module documentation).
     pub(super) async fn write(&self, db: &Db, heartbeat: Checked) -> Result<()> {
@@ -304,7 +324,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
 
     // Deltas in arrival order; the last report of each (node, pipeline) is its new status.
     let mut capped = vec![0; heartbeats.len()];
-    let mut status: HashMap<NodePipeline, (&Report, i64)> = HashMap::new();
+    let mut status: HashMap<NodePipeline, (&Report, i64, Counters)> = HashMap::new();
     let mut node_minutes: HashMap<(String, String, i64, i64), Counters> = HashMap::new();
     let mut pipeline_minutes: HashMap<(String, i64), Counters> = HashMap::new();
     for (i, h) in heartbeats.iter().enumerate() {
@@ -315,7 +335,8 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
             let same_process =
                 |p: &Previous| p.version == Some(r.version) && (r.pid.is_none() || p.pid == r.pid);
             let before = previous.get(&key).filter(|p| same_process(p));
-            let (delta, n) = r.counters.delta_since(before.map(|p| p.counters)).clamped();
+            let counters = r.counters.keeping(r.unusable, before.map(|p| p.counters));
+            let (delta, n) = counters.delta_since(before.map(|p| p.counters)).clamped();
             if n > 0 {
                 tracing::warn!(
                     node_id = h.node_id,
@@ -331,10 +352,10 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
                 Previous {
                     version: Some(r.version),
                     pid: r.pid,
-                    counters: r.counters,
+                    counters,
                 },
             );
-            status.insert(key, (r, h.now));
+            status.insert(key, (r, h.now, counters));
             if delta == Counters::default() {
                 continue;
             }
@@ -370,18 +391,18 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
             db.dialect.tuples(chunk.len(), 18, 1)
         );
         let mut query = sqlx::query(statement);
-        for ((node, pipeline), (r, now)) in chunk {
+        for ((node, pipeline), (r, now, counters)) in chunk {
             query = query
                 .bind(node)
                 .bind(pipeline)
                 .bind(r.version)
                 .bind(&r.status)
-                .bind(r.counters.events_in)
-                .bind(r.counters.events_out)
-                .bind(r.counters.errors)
-                .bind(r.counters.discarded)
-                .bind(r.counters.bytes_in)
-                .bind(r.counters.bytes_out)
+                .bind(counters.events_in)
+                .bind(counters.events_out)
+                .bind(counters.errors)
+                .bind(counters.discarded)
+                .bind(counters.bytes_in)
+                .bind(counters.bytes_out)
                 .bind(r.uptime_seconds)
                 .bind(r.pid)
                 .bind(&r.config_checksum)
@@ -395,7 +416,7 @@ async fn write_batch(db: &Db, heartbeats: &[&Checked]) -> Result<Vec<usize>> {
     }
     // A crash of a canary version is checked by the scheduler's next tick.
     let crashed: Vec<(&str, i64)> = (status.iter())
-        .filter_map(|((_, pipeline), (r, _))| Some((pipeline.as_str(), r.crashed_version()?)))
+        .filter_map(|((_, pipeline), (r, _, _))| Some((pipeline.as_str(), r.crashed_version()?)))
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();

@@ -1,12 +1,15 @@
 //! Heartbeats: per-pipeline status and cumulative counters become NodePipelineStatus rows,
 //! per-minute deltas per node and pipeline, and per-minute pipeline aggregates.
 
-use vf_protocol::{Heartbeat, PipelineReport};
+use vf_protocol::{AgentHealth, ComponentMetric, Heartbeat, HostMetrics, PipelineReport};
 
 use crate::fleet::{parse_labels, NodeRow, PipelineStatusRow};
 use crate::{ControlError, Db, Result};
 
 mod batch;
+pub mod values;
+
+use values::Ignored;
 
 use batch::{Checked, Facts};
 pub use batch::{HeartbeatQueue, MAX_PENDING};
@@ -31,25 +34,80 @@ pub struct Counters {
     pub bytes_out: i64,
 }
 
+/// Protocol names of the [`Counters`], in their order.
+const COUNTER_NAMES: [&str; 6] = [
+    "eventsIn",
+    "eventsOut",
+    "errorsTotal",
+    "eventsDiscarded",
+    "bytesIn",
+    "bytesOut",
+];
+
 impl Counters {
-    fn from_report(i: usize, r: &PipelineReport) -> Result<Counters> {
-        let get = |name: &str, v: Option<i64>| -> Result<i64> {
-            match v {
-                Some(n) if n < 0 => Err(ControlError::invalid(
-                    format!("pipelines[{i}].{name}"),
-                    "counters are cumulative and cannot be negative",
-                )),
-                v => Ok(v.unwrap_or(0)),
+    /// The report's counters, rounded ([`values::counter`]); absent ones are 0. The second
+    /// value marks the counters that were sent but could not be used (noted in `ignored`):
+    /// those keep the value stored before ([`Counters::keeping`]), so one bad value neither
+    /// reads as a restart nor adds a spike to the gates.
+    fn from_report(i: usize, r: &PipelineReport, ignored: &mut Ignored) -> (Counters, [bool; 6]) {
+        let sent = [
+            &r.events_in,
+            &r.events_out,
+            &r.errors_total,
+            &r.events_discarded,
+            &r.bytes_in,
+            &r.bytes_out,
+        ];
+        let mut values = [0i64; 6];
+        let mut unusable = [false; 6];
+        for (k, value) in sent.into_iter().enumerate() {
+            let field = || format!("pipelines[{i}].{}", COUNTER_NAMES[k]);
+            match ignored.take(field, value.as_ref(), values::counter) {
+                Some(v) => values[k] = v,
+                None => unusable[k] = value.is_some(),
             }
-        };
-        Ok(Counters {
-            events_in: get("eventsIn", r.events_in)?,
-            events_out: get("eventsOut", r.events_out)?,
-            errors: get("errorsTotal", r.errors_total)?,
-            discarded: get("eventsDiscarded", r.events_discarded)?,
-            bytes_in: get("bytesIn", r.bytes_in)?,
-            bytes_out: get("bytesOut", r.bytes_out)?,
-        })
+        }
+        (Counters::from_array(values), unusable)
+    }
+
+    /// From the values in [`COUNTER_NAMES`] order.
+    fn from_array(values: [i64; 6]) -> Counters {
+        let [events_in, events_out, errors, discarded, bytes_in, bytes_out] = values;
+        Counters {
+            events_in,
+            events_out,
+            errors,
+            discarded,
+            bytes_in,
+            bytes_out,
+        }
+    }
+
+    /// The values in [`COUNTER_NAMES`] order.
+    fn as_array(self) -> [i64; 6] {
+        [
+            self.events_in,
+            self.events_out,
+            self.errors,
+            self.discarded,
+            self.bytes_in,
+            self.bytes_out,
+        ]
+    }
+
+    /// These counters with each `unusable` one taken from `previous` (0 without one).
+    pub fn keeping(self, unusable: [bool; 6], previous: Option<Counters>) -> Counters {
+        if !unusable.contains(&true) {
+            return self;
+        }
+        let before = previous.unwrap_or_default().as_array();
+        let mut now = self.as_array();
+        for k in 0..6 {
+            if unusable[k] {
+                now[k] = before[k];
+            }
+        }
+        Counters::from_array(now)
     }
 
     fn of_status(s: &PipelineStatusRow) -> Counters {
@@ -172,6 +230,8 @@ pub(crate) struct Report {
     pub version: i64,
     pub status: String,
     pub counters: Counters,
+    /// Counters sent but unusable: they keep the stored value ([`Counters::keeping`]).
+    pub unusable: [bool; 6],
     pub uptime_seconds: Option<i64>,
     pub pid: Option<i64>,
     pub config_checksum: Option<String>,
@@ -198,8 +258,23 @@ impl Report {
 }
 
 impl Report {
-    fn check(i: usize, r: PipelineReport) -> Result<Report> {
-        let counters = Counters::from_report(i, &r)?;
+    fn check(i: usize, r: PipelineReport, ignored: &mut Ignored) -> Result<Report> {
+        let (counters, unusable) = Counters::from_report(i, &r, ignored);
+        let field = |name: &'static str| move || format!("pipelines[{i}].{name}");
+        let uptime_seconds = ignored.take(
+            field("uptimeSeconds"),
+            r.uptime_seconds.as_ref(),
+            values::whole_seconds,
+        );
+        // Checked so a broken agent is seen, not stored: nothing reads them yet.
+        for (name, value) in [
+            ("spansIn", &r.spans_in),
+            ("spansOut", &r.spans_out),
+            ("tracesIn", &r.traces_in),
+            ("utilization", &r.utilization),
+        ] {
+            ignored.take(field(name), value.as_ref(), values::amount);
+        }
         let recent_logs = r
             .recent_logs
             .map(|l| {
@@ -215,9 +290,8 @@ impl Report {
             .transpose()?;
         let component_metrics = r
             .component_metrics
-            .as_ref()
-            .filter(|m| !m.is_null())
-            .map(|m| storable(&m.to_string()))
+            .map(|m| component_metrics(i, m, ignored).to_string())
+            .map(|m| storable(&m))
             .filter(|m| m.len() <= MAX_COMPONENT_METRICS);
         Ok(Report {
             component_metrics,
@@ -225,7 +299,8 @@ impl Report {
             pipeline_id: r.pipeline_id,
             version: r.version,
             counters,
-            uptime_seconds: r.uptime_seconds,
+            unusable,
+            uptime_seconds,
             pid: r.pid,
             config_checksum: r.config_checksum.as_deref().map(storable),
             recent_logs,
@@ -236,10 +311,66 @@ impl Report {
     }
 }
 
+/// `componentMetrics` as stored: an object by component id, each with its kind and its
+/// usable numbers (`{"in": {"componentKind": "source", "receivedEvents": 42}}`).
+fn component_metrics(
+    i: usize,
+    metrics: Vec<ComponentMetric>,
+    ignored: &mut Ignored,
+) -> serde_json::Value {
+    let mut by_id = serde_json::Map::new();
+    for (j, m) in metrics.into_iter().enumerate() {
+        let mut fields = ignored.amounts(
+            &format!("pipelines[{i}].componentMetrics[{j}]."),
+            [
+                ("receivedEvents", Some(&m.received_events)),
+                ("sentEvents", Some(&m.sent_events)),
+                ("receivedBytes", m.received_bytes.as_ref()),
+                ("sentBytes", m.sent_bytes.as_ref()),
+                ("errorsTotal", m.errors_total.as_ref()),
+                ("discardedEvents", m.discarded_events.as_ref()),
+                ("latencyMeanSeconds", m.latency_mean_seconds.as_ref()),
+            ],
+        );
+        fields.insert("componentKind".into(), m.component_kind.into());
+        by_id.insert(m.component_id, fields.into());
+    }
+    by_id.into()
+}
+
+/// `hostMetrics` as stored: its usable fields, or `None` when none is.
+fn host_metrics(host: HostMetrics, ignored: &mut Ignored) -> Option<String> {
+    let kept = ignored.amounts("hostMetrics.", host.fields());
+    (!kept.is_empty()).then(|| serde_json::Value::from(kept).to_string())
+}
+
+/// `agentHealth` as stored: its usable numbers, whole ones as integers.
+fn agent_health(health: AgentHealth, ignored: &mut Ignored) -> serde_json::Value {
+    let mut kept = ignored.amounts(
+        "agentHealth.",
+        [
+            ("pollErrorsTotal", health.poll_errors_total.as_ref()),
+            ("pushReconnectsTotal", health.push_reconnects_total.as_ref()),
+            (
+                "heartbeatErrorsTotal",
+                health.heartbeat_errors_total.as_ref(),
+            ),
+            ("uptimeSeconds", health.uptime_seconds.as_ref()),
+        ],
+    );
+    if let Some(connected) = health.push_connected {
+        kept.insert("pushConnected".into(), connected.into());
+    }
+    if let Some(running) = health.pipelines_running {
+        kept.insert("pipelinesRunning".into(), running.into());
+    }
+    kept.into()
+}
+
 /// What an agent says of itself, as stored (JSON), or `None` when the heartbeat says none
 /// of it.
 fn agent_report(
-    health: Option<vf_protocol::AgentHealth>,
+    health: Option<serde_json::Value>,
     deployment_mode: Option<String>,
     running_as: Option<String>,
     update_error: Option<String>,
@@ -289,19 +420,26 @@ pub async fn record_heartbeat(db: &Db, node: &NodeRow, hb: Heartbeat, now: i64) 
     };
     let agent_version = crate::agent::optional_text("agentVersion", hb.agent_version, 100)?;
     let vector_version = crate::agent::optional_text("vectorVersion", hb.vector_version, 100)?;
+    let mut ignored = Ignored::default();
     let reports = hb
         .pipelines
         .into_iter()
         .enumerate()
-        .map(|(i, r)| Report::check(i, r))
+        .map(|(i, r)| Report::check(i, r, &mut ignored))
         .collect::<Result<Vec<_>>>()?;
-    let host_metrics = hb.host_metrics.map(|v| v.to_string());
-    let agent_report = agent_report(
-        hb.agent_health,
-        hb.deployment_mode,
-        hb.running_as,
-        hb.update_error,
-    )?;
+    let host_metrics = hb.host_metrics.and_then(|h| host_metrics(h, &mut ignored));
+    let health = hb.agent_health.map(|h| agent_health(h, &mut ignored));
+    if !ignored.is_empty() {
+        tracing::warn!(
+            node_id = node.id,
+            "heartbeat values that cannot be used were ignored: {}",
+            ignored.describe()
+        );
+        for label in ignored.labels() {
+            db.heartbeats.ignored(&label);
+        }
+    }
+    let agent_report = agent_report(health, hb.deployment_mode, hb.running_as, hb.update_error)?;
 
     // Most heartbeats repeat the node's facts: then only the time changes, and that is
     // kept in memory like a poll's (`LastSeen`) instead of written here.

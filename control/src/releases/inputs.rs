@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use vf_rules::{
-    derive_status, promql_queries, CanaryNodes, Gate, GateInputs, NodeCrash, NodeErrors,
-    NodeStatus, PromQlOutcome,
+    derive_status, offline, promql_queries, CanaryNodes, Gate, GateInputs, NodeContact, NodeCrash,
+    NodeErrors, NodeStatus, OfflineDecision, PromQlOutcome,
 };
 
 use super::state::Release;
@@ -184,6 +184,44 @@ type CanaryRow = (
     Option<String>,
 );
 
+/// Ids per statement when reading nodes by id.
+const IDS_PER_STATEMENT: usize = 500;
+
+/// When each of `ids` was last heard from, as the fleet views see it (the contacts not written
+/// yet overlaid), and whether it was revoked. A deleted node has no row.
+async fn node_contacts(db: &Db, ids: &BTreeSet<String>) -> Result<Vec<NodeContact>> {
+    let ids: Vec<&String> = ids.iter().collect();
+    let mut contacts = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+        let statement = crate::sql!(
+            "SELECT id, name, last_seen_at, poll_interval_ms, revoked_at FROM nodes
+             WHERE id IN ({})",
+            db.dialect.params(chunk.len(), 1)
+        );
+        let mut query = sqlx::query_as::<_, ContactRow>(statement);
+        for id in chunk {
+            query = query.bind(id.as_str());
+        }
+        let mut rows = query
+            .fetch_all(&db.pool)
+            .await
+            .doing("reading when the targeted nodes were last seen")?;
+        db.last_seen.overlay_by(&mut rows, |r| (&r.0, &mut r.2));
+        contacts.extend(rows.into_iter().map(
+            |(id, name, last_seen_at, poll_interval_ms, revoked_at)| NodeContact {
+                id,
+                name,
+                last_seen_at,
+                poll_interval_ms,
+                revoked: revoked_at.is_some(),
+            },
+        ));
+    }
+    Ok(contacts)
+}
+
+type ContactRow = (String, String, Option<i64>, i64, Option<i64>);
+
 /// `edge-7 UNREACHABLE`, `edge-9 runs v3 RUNNING`, `edge-2 has not reported the pipeline`.
 async fn not_applied(
     db: &Db,
@@ -212,6 +250,9 @@ async fn not_applied(
         "reading the nodes of pipeline {pipeline_id} that have not applied v{version}"
     ))?;
     rows.sort_by(|a, b| a.0.cmp(&b.0));
+    // The contacts not written yet count, as in the fleet views: a node that polled a moment
+    // ago is not UNKNOWN or UNREACHABLE here while the fleet page shows it healthy.
+    db.last_seen.overlay_by(&mut rows, |r| (&r.0, &mut r.2));
     Ok(rows
         .into_iter()
         .map(
@@ -309,10 +350,23 @@ pub async fn gate_inputs<'g>(
     };
     let gates: Vec<&Gate> = gates.into_iter().collect();
     let needs = |kind: fn(&Gate) -> bool| gates.iter().any(|g| kind(g));
-    let targeted = release.targeted();
+    let mut targeted = release.targeted();
+    // Offline and departed nodes first: the stage's rule may leave them out of every count.
+    let rule = release.plan().offline_rule(release.state.current_stage);
+    let contacts = node_contacts(&ctl.db, &targeted)
+        .await
+        .map_err(input(GateInput::CanaryNodes))?;
+    let OfflineDecision {
+        excluded,
+        result: offline_result,
+    } = offline::decide(&rule, &targeted, &contacts, now);
+    targeted.retain(|id| !excluded.contains(id));
     let mut counts = Vec::new();
     if needs(|g| matches!(g, Gate::ErrorRate { .. })) {
-        let this_stage: BTreeSet<String> = current.node_ids.iter().cloned().collect();
+        let this_stage: BTreeSet<String> = (current.node_ids.iter())
+            .filter(|id| targeted.contains(*id))
+            .cloned()
+            .collect();
         counts = error_counts(
             &ctl.db,
             &release.pipeline_id,
@@ -351,6 +405,7 @@ pub async fn gate_inputs<'g>(
         baseline_eps: release.baseline_eps,
         current_eps,
         bake_remaining_ms: (current.bake_deadline - now).max(0),
+        offline: offline_result,
         ..GateInputs::default()
     };
     for query in promql_queries(gates.iter().copied()) {

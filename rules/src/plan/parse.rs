@@ -15,6 +15,7 @@ use super::{
     BakeSeconds, CanarySelector, Comparator, Gate, OnNoData, PlanError, RolloutPlan, Scope,
     Selector, Stage, Watch, DEFAULT_MIN_APPLIED_PERCENT, MAX_STAGES,
 };
+use crate::offline::{OfflinePolicy, OfflineSettings, MAX_OFFLINE_AFTER_SECONDS};
 use crate::percent::Percent;
 
 impl RolloutPlan {
@@ -66,11 +67,15 @@ fn parse_plan(value: &Value, errors: &mut Errors) -> Option<RolloutPlan> {
     let auto_rollback = optional_bool(obj, "autoRollbackOnGateFail", errors);
     let min_applied = optional_percent(obj, None, "minAppliedPercent", errors)
         .map(|min| min.unwrap_or(DEFAULT_MIN_APPLIED_PERCENT));
+    let offline = parse_offline(obj, None, errors);
     let known = [
         "stages",
         "autoAdvance",
         "autoRollbackOnGateFail",
         "minAppliedPercent",
+        "offlineNodes",
+        "offlineAfterSeconds",
+        "maxOfflinePercent",
     ];
     reject_unknown(obj, None, &known, errors);
     let plan = RolloutPlan {
@@ -78,6 +83,7 @@ fn parse_plan(value: &Value, errors: &mut Errors) -> Option<RolloutPlan> {
         auto_advance: auto_advance?,
         auto_rollback_on_gate_fail: auto_rollback?,
         min_applied_percent: min_applied?,
+        offline: offline?,
     };
     errors.is_empty().then_some(plan)
 }
@@ -118,10 +124,19 @@ fn parse_stage(value: &Value, field: &str, errors: &mut Errors) -> Option<Stage>
         Some(v) => parse_gates(v, &format!("{field}.gates"), errors),
     };
     let min_applied = optional_percent(obj, Some(field), "minAppliedPercent", errors);
+    let offline = parse_offline(obj, Some(field), errors);
     reject_unknown(
         obj,
         Some(field),
-        &["selector", "bakeSeconds", "gates", "minAppliedPercent"],
+        &[
+            "selector",
+            "bakeSeconds",
+            "gates",
+            "minAppliedPercent",
+            "offlineNodes",
+            "offlineAfterSeconds",
+            "maxOfflinePercent",
+        ],
         errors,
     );
     Some(Stage {
@@ -129,6 +144,50 @@ fn parse_stage(value: &Value, field: &str, errors: &mut Errors) -> Option<Stage>
         bake: bake?,
         gates: gates?,
         min_applied_percent: min_applied?,
+        offline: offline?,
+    })
+}
+
+/// `offlineNodes` (`wait`, `exclude`, `fail`), `offlineAfterSeconds` (1 to 86400) and
+/// `maxOfflinePercent` (0 to 100) of a plan or a stage; each absent unless written.
+fn parse_offline(
+    obj: &Map<String, Value>,
+    parent: Option<&str>,
+    errors: &mut Errors,
+) -> Option<OfflineSettings> {
+    let name = |key: &str| parent.map_or_else(|| key.to_owned(), |p| format!("{p}.{key}"));
+    let policy = match obj.get("offlineNodes") {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => match v.as_str().and_then(OfflinePolicy::parse) {
+            Some(policy) => Some(Some(policy)),
+            None => fail(
+                &name("offlineNodes"),
+                "must be one of wait, exclude, fail",
+                errors,
+            ),
+        },
+    };
+    let after_seconds = match obj.get("offlineAfterSeconds") {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => match v.as_f64() {
+            Some(s)
+                if s.fract() == 0.0
+                    && (1.0..=f64::from(MAX_OFFLINE_AFTER_SECONDS)).contains(&s) =>
+            {
+                Some(Some(s as u32))
+            }
+            _ => fail(
+                &name("offlineAfterSeconds"),
+                "must be a whole number of seconds from 1 to 86400",
+                errors,
+            ),
+        },
+    };
+    let max_percent = optional_percent(obj, parent, "maxOfflinePercent", errors);
+    Some(OfflineSettings {
+        policy: policy?,
+        after_seconds: after_seconds?,
+        max_percent: max_percent?,
     })
 }
 
@@ -982,6 +1041,82 @@ mod tests {
             refusal(plan),
             "minAppliedPercent: must be a number from 0 to 100"
         );
+    }
+
+    #[test]
+    fn offline_fields_are_plan_defaults_a_stage_may_override_and_are_written_only_when_set() {
+        use crate::offline::{OfflinePolicy, DEFAULT_MAX_OFFLINE_PERCENT};
+        let mut plan = base();
+        plan["offlineNodes"] = json!("exclude");
+        plan["maxOfflinePercent"] = json!(25);
+        plan["stages"][1]["offlineNodes"] = json!("fail");
+        plan["stages"][1]["offlineAfterSeconds"] = json!(120);
+        let parsed = parse(plan);
+        let first = parsed.offline_rule(0);
+        assert_eq!(first.policy, OfflinePolicy::Exclude);
+        assert_eq!((first.after_seconds, first.max_percent), (None, 25.0));
+        let second = parsed.offline_rule(1);
+        assert_eq!(second.policy, OfflinePolicy::Fail);
+        assert_eq!(
+            (second.after_seconds, second.max_percent),
+            (Some(120), 25.0)
+        );
+        let json = parsed.to_json();
+        assert_eq!(json["offlineNodes"], "exclude");
+        assert_eq!(json["stages"][1]["offlineAfterSeconds"], 120);
+        assert!(json["stages"][0].get("offlineNodes").is_none());
+
+        let plain = parse(base());
+        assert_eq!(plain.offline_rule(0).policy, OfflinePolicy::Wait);
+        assert_eq!(
+            plain.offline_rule(0).max_percent,
+            DEFAULT_MAX_OFFLINE_PERCENT
+        );
+        assert!(plain.to_json().get("offlineNodes").is_none());
+    }
+
+    #[test]
+    fn bad_offline_fields_are_refused_naming_them() {
+        let cases = [
+            (
+                None,
+                "offlineNodes",
+                json!("skip"),
+                "offlineNodes: must be one of wait, exclude, fail",
+            ),
+            (
+                Some(0),
+                "offlineNodes",
+                json!(true),
+                "stages[0].offlineNodes: must be one of wait, exclude, fail",
+            ),
+            (
+                None,
+                "offlineAfterSeconds",
+                json!(0),
+                "offlineAfterSeconds: must be a whole number of seconds from 1 to 86400",
+            ),
+            (
+                Some(2),
+                "offlineAfterSeconds",
+                json!(1.5),
+                "stages[2].offlineAfterSeconds: must be a whole number of seconds from 1 to 86400",
+            ),
+            (
+                None,
+                "maxOfflinePercent",
+                json!(150),
+                "maxOfflinePercent: must be a number from 0 to 100",
+            ),
+        ];
+        for (stage, key, value, expected) in cases {
+            let mut plan = base();
+            match stage {
+                Some(i) => plan["stages"][i][key] = value,
+                None => plan[key] = value,
+            }
+            assert_eq!(refusal(plan), expected);
+        }
     }
 
     #[test]

@@ -112,6 +112,30 @@ struct PlanShape {
     /// stage passes (default 100).
     #[schemars(range(min = 0, max = 100))]
     min_applied_percent: Option<f64>,
+    /// What a targeted node that stopped talking does to its stage: `exclude` leaves it out of
+    /// proof of apply and the gate inputs, `wait` (default) keeps it in every count, `fail`
+    /// fails the stage. Written only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offline_nodes: Option<OfflineNodesShape>,
+    /// Seconds of silence after which a node is offline (default: 3 of its poll intervals).
+    #[schemars(range(min = 1, max = 86400))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offline_after_seconds: Option<u32>,
+    /// With `exclude`, the most of a stage's nodes that may be offline before the stage holds
+    /// instead (default 10).
+    #[schemars(range(min = 0, max = 100))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_offline_percent: Option<f64>,
+}
+
+/// `offlineNodes`: what an offline targeted node does to its stage.
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+enum OfflineNodesShape {
+    Wait,
+    Exclude,
+    Fail,
 }
 
 /// One step of a plan: who joins, how long they bake, what must hold afterwards.
@@ -131,6 +155,17 @@ struct StageShape {
     #[schemars(range(min = 0, max = 100))]
     #[serde(skip_serializing_if = "Option::is_none")]
     min_applied_percent: Option<f64>,
+    /// Overrides the plan's `offlineNodes` for this stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offline_nodes: Option<OfflineNodesShape>,
+    /// Overrides the plan's `offlineAfterSeconds` for this stage.
+    #[schemars(range(min = 1, max = 86400))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offline_after_seconds: Option<u32>,
+    /// Overrides the plan's `maxOfflinePercent` for this stage.
+    #[schemars(range(min = 0, max = 100))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_offline_percent: Option<f64>,
 }
 
 /// Which nodes a stage adds: exactly one of `percentage`, `labels` or `nodeGroup`.

@@ -42,6 +42,8 @@ async fn metrics(
     access::check(p.global_role(), Role::Viewer, "every environment")?;
     // The capped-delta count includes every heartbeat answered before this scrape.
     state.control.db.heartbeats.settled().await;
+    let streams = state.control.push.connected();
+    state.metrics.push_streams.set(streams as i64);
     match vf_control::releases::latest_statuses(&state.control.db).await {
         Ok(latest) => state.metrics.set_release_statuses(&latest),
         Err(e) => tracing::warn!(

@@ -28,13 +28,19 @@ pub(crate) fn agent_route_layers(
     retry_after: &'static str,
 ) -> Router<AppState> {
     let admission = admission::Admission::new(config.agent_max_concurrency, retry_after);
-    routes
+    let routes = routes
         .layer(DefaultBodyLimit::max(config.agent_max_body_bytes))
-        .layer(middleware::from_fn_with_state(admission, admission::admit))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            record_metrics,
-        ))
+        .layer(middleware::from_fn_with_state(admission, admission::admit));
+    counted(routes, state)
+}
+
+/// Request counts and latency by route and status on `/metrics` (for a stream, the time to
+/// its first byte).
+pub(crate) fn counted(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
+    routes.layer(middleware::from_fn_with_state(
+        state.clone(),
+        record_metrics,
+    ))
 }
 
 async fn record_metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {

@@ -111,6 +111,45 @@ async fn a_revoked_nodes_push_stream_ends() {
 }
 
 #[tokio::test]
+async fn push_streams_are_counted_on_metrics_by_route_and_outcome() {
+    let app = TestApp::spawn().await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    app.deploy(&pipeline.id, "sources: {}\n").await;
+    let kept = app.enroll("edge-1", &[]).await;
+    let revoked = app.enroll("edge-2", &[]).await;
+    let _kept = PushStream::open(&app, &kept.node_token).await;
+    let mut ending = PushStream::open(&app, &revoked.node_token).await;
+    let refused = app
+        .client
+        .get(format!("{}/api/agent/push", app.url))
+        .bearer_auth("vfn_not-a-node-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    for line in [
+        "vectorflow_push_streams_connected 2",
+        "vectorflow_push_connections_total{outcome=\"opened\"} 2",
+        "vectorflow_agent_requests_total{route=\"/api/agent/push\",status=\"200\"} 2",
+        "vectorflow_agent_requests_total{route=\"/api/agent/push\",status=\"401\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
+
+    app.call_ok("fleet.node.revoke", json!({"node_id": revoked.node_id}))
+        .await;
+    assert!(ending.ended(SOON).await, "the revoked node's stream ends");
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    for line in [
+        "vectorflow_push_streams_connected 1",
+        "vectorflow_push_connections_total{outcome=\"revoked\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
+}
+
+#[tokio::test]
 async fn the_config_document_names_the_push_url() {
     let app = TestApp::spawn().await;
     let node = app.enroll("edge-1", &[]).await;
@@ -441,8 +480,9 @@ async fn a_nodes_page_shows_what_its_agent_reported_of_the_host_itself_and_its_l
     let token = Some(node.node_token.as_str());
     let heartbeat = json!({
         "pipelines": [{"pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": 42,
-                       "componentMetrics": {"in": {"receivedEvents": 42}}}],
-        "hostMetrics": {"memory": {"usedBytes": 1024}},
+                       "componentMetrics": [{"componentId": "in", "componentKind": "source",
+                                             "receivedEvents": 42, "sentEvents": 42}]}],
+        "hostMetrics": {"memoryUsedBytes": 1024},
         "agentHealth": {"pushConnected": true, "pollErrorsTotal": 0},
         "runningAs": "vector",
     });
@@ -467,10 +507,14 @@ async fn a_nodes_page_shows_what_its_agent_reported_of_the_host_itself_and_its_l
     assert_eq!(page["node"]["labels"]["zone"], "eu");
     assert_eq!(page["node"]["pipelines"][0]["pipeline_name"], "logs");
     assert_eq!(page["node"]["pipelines"][0]["events_in"], 42);
-    assert_eq!(page["host_metrics"], json!([["memory.usedBytes", "1024"]]));
+    assert_eq!(page["host_metrics"], json!([["memoryUsedBytes", "1024"]]));
     assert_eq!(
         page["component_metrics"][&pipeline.id],
-        json!([["in.receivedEvents", "42"]])
+        json!([
+            ["in.componentKind", "source"],
+            ["in.receivedEvents", "42"],
+            ["in.sentEvents", "42"]
+        ])
     );
     assert_eq!(page["history"][0][2], "node.enroll", "its history: {page}");
     assert!(page["agent_health"]

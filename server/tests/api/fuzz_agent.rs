@@ -24,10 +24,12 @@ fn label_map(known: Vec<String>) -> BoxedStrategy<Value> {
         .boxed()
 }
 
-/// An `i64` counter, from anywhere in its range or at its edges.
+/// A counter as the protocol sends it: a JSON number, whole or fractional, from anywhere in
+/// i64's range or at its edges, or past it.
 fn counter() -> BoxedStrategy<Value> {
     prop_oneof![
         2 => (0i64..1_000_000).prop_map(Value::from),
+        1 => (-1e3f64..1e20).prop_map(Value::from),
         1 => any::<i64>().prop_map(Value::from),
         1 => prop::sample::select(vec![0, 1, i64::MAX, i64::MAX - 1, -1, i64::MIN])
             .prop_map(Value::from),
@@ -147,13 +149,14 @@ fn valid_heartbeat(pipeline_id: &str) -> Value {
         "pipelines": [{
             "pipelineId": pipeline_id, "version": 1, "status": "RUNNING",
             "eventsIn": 10, "eventsOut": 9, "errorsTotal": 1, "eventsDiscarded": 0,
-            "bytesIn": 1000, "bytesOut": 900, "uptimeSeconds": 60, "pid": 4242,
+            "bytesIn": 1000, "bytesOut": 900, "uptimeSeconds": 60.25, "pid": 4242,
             "configChecksum": "abc123", "recentLogs": ["started"]
         }],
         "agentVersion": "1.2.3",
         "vectorVersion": "0.40.0",
         "labels": { "tier": "edge" },
-        "hostMetrics": { "cpu": 0.5, "memoryBytes": 1024 }
+        "hostMetrics": { "loadAvg1": 0.5, "memoryUsedBytes": 1024 },
+        "agentHealth": { "uptimeSeconds": 0.117464567, "pushConnected": true }
     })
 }
 

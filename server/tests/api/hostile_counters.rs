@@ -1,6 +1,7 @@
-//! What a broken or hostile agent's numbers and text do, table by table: counters no i64
-//! holds, of the wrong type or deeply nested are refused with 400 naming the field and
-//! leave nothing stored; unicode is stored as reported; the body limit is exact. And the
+//! What a broken or hostile agent's numbers and text do, table by table: values of the wrong
+//! type or deeply nested are refused with 400 naming the field and leave nothing stored;
+//! counters no i64 holds (or negative) are ignored for their field and the rest of the
+//! heartbeat kept; unicode is stored as reported; the body limit is exact. And the
 //! release that jammed in production: a canary reporting `i64::MAX`, a restart to 0, then
 //! `i64::MAX` again must still be decided, and the operators' buttons answer with a reason.
 
@@ -29,46 +30,56 @@ fn report_with(pipeline_id: &str, field: &str, literal: &str) -> String {
     format!(r#"{{"pipelines": [{{{}}}]}}"#, fields.join(", "))
 }
 
-/// Counter values no counter can take: beyond i64, fractional, not numbers at all. JSON's
-/// `-0` is one: serde_json reads it as the float -0.0 to keep its sign.
-const REFUSED_COUNTERS: [&str; 13] = [
-    "-0",
+/// Values that are not JSON numbers at all, or a number beyond what JSON parsers read as a
+/// double (`1e400`): the wrong type for any numeric field.
+const NOT_NUMBERS: [&str; 6] = [r#""12""#, "true", "{}", "[]", r#"[1, 2]"#, "1e400"];
+
+/// Numbers the integer fields (`version`, `pid`) cannot take: fractions and values past i64.
+const NOT_INTEGERS: [&str; 5] = [
+    "1.5",
+    "-0.5",
+    "18446744073709551615",
+    "9223372036854775808",
+    "1e19",
+];
+
+/// Numbers no counter can use: negative, or past i64. JSON's `-0` is zero and usable.
+const UNUSABLE_COUNTERS: [&str; 6] = [
+    "-1",
+    "-0.5",
     "18446744073709551615",
     "9223372036854775808",
     "1e19",
     "1e308",
-    "1e400",
-    "1.5",
-    "-0.5",
-    r#""12""#,
-    "true",
-    "{}",
-    "[]",
-    r#"[1, 2]"#,
 ];
 
 #[tokio::test]
-async fn counters_beyond_i64_fractional_or_not_numbers_are_refused_naming_the_counter() {
+async fn numbers_of_the_wrong_type_are_refused_naming_the_field() {
     let app = TestApp::spawn().await;
     let pipeline = app.create_pipeline("logs", &[]).await;
     let node = app.enroll("edge-1", &[]).await;
 
-    for field in COUNTER_FIELDS
+    let fields = COUNTER_FIELDS
         .into_iter()
-        .chain(["uptimeSeconds", "pid", "version"])
-    {
-        for literal in REFUSED_COUNTERS {
-            let body = report_with(&pipeline.id, field, literal);
-            let resp = app.post_heartbeat(&node.node_token, body).await;
-            let message = bad_request_message(resp).await;
-            assert!(
-                message.starts_with(&format!("pipelines[0].{field}:")),
-                "{field} = {literal}: {message}"
-            );
-        }
+        .chain(["uptimeSeconds", "pid", "version"]);
+    let cases = fields.flat_map(|field| {
+        let refused: Vec<&str> = match field {
+            "pid" | "version" => NOT_NUMBERS.into_iter().chain(NOT_INTEGERS).collect(),
+            _ => NOT_NUMBERS.to_vec(),
+        };
+        refused.into_iter().map(move |literal| (field, literal))
+    });
+    for (field, literal) in cases {
+        let body = report_with(&pipeline.id, field, literal);
+        let resp = app.post_heartbeat(&node.node_token, body).await;
+        let message = bad_request_message(resp).await;
+        assert!(
+            message.starts_with(&format!("pipelines[0].{field}:")),
+            "{field} = {literal}: {message}"
+        );
     }
     // The config poll reads the same body the same way.
-    for literal in REFUSED_COUNTERS {
+    for literal in NOT_NUMBERS {
         let body = report_with(&pipeline.id, "eventsIn", literal);
         let message = bad_request_message(app.post_config(&node.node_token, body).await).await;
         assert!(
@@ -80,6 +91,29 @@ async fn counters_beyond_i64_fractional_or_not_numbers_are_refused_naming_the_co
     let view = app.node_view(&node.node_id).await;
     assert!(view.pipelines.is_empty(), "{:?}", view.pipelines);
     assert_eq!(view.node.last_seen_at, None);
+    assert!(app.minutes(&pipeline.id).await.is_empty());
+}
+
+#[tokio::test]
+async fn counters_no_i64_holds_or_negative_are_ignored_and_the_rest_of_the_report_kept() {
+    let app = TestApp::spawn().await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    let node = app.enroll("edge-1", &[]).await;
+
+    for field in COUNTER_FIELDS.into_iter().chain(["uptimeSeconds"]) {
+        for literal in UNUSABLE_COUNTERS {
+            let body = report_with(&pipeline.id, field, literal);
+            let resp = app.post_heartbeat(&node.node_token, body).await;
+            assert_eq!(resp.status(), StatusCode::OK, "{field} = {literal}");
+        }
+    }
+    let view = app.node_view(&node.node_id).await;
+    let stored = &view.pipelines[0];
+    assert_eq!(
+        (stored.version, stored.status.as_str()),
+        (Some(1), "RUNNING")
+    );
+    assert_eq!((stored.events_in, stored.errors_total), (0, 0));
     assert!(app.minutes(&pipeline.id).await.is_empty());
 }
 
@@ -134,19 +168,15 @@ async fn ten_thousand_levels_of_nesting_are_refused_naming_the_field_or_ignored_
         )
     };
     let cases = [
-        // A heartbeat is an object; an array body is read as its fields in order, so the
-        // message names the first report's pipelineId by position.
+        // A heartbeat is an object, and so is every object inside it: an array is refused
+        // where an object belongs, before any of its depth is read.
         (
             arrays.clone(),
-            Expect::Refused("[0][0][0]: invalid type: sequence"),
+            Expect::Refused("body: invalid type: sequence, expected a JSON object"),
         ),
         (
             report(&format!(r#""hostMetrics": {arrays}"#)),
-            Expect::Refused("hostMetrics[0][0]"),
-        ),
-        (
-            report(&format!(r#""hostMetrics": {objects}"#)),
-            Expect::Refused("hostMetrics.a.a"),
+            Expect::Refused("hostMetrics: invalid type: sequence, expected a JSON object"),
         ),
         (
             report(&format!(r#""labels": {objects}"#)),
@@ -154,7 +184,7 @@ async fn ten_thousand_levels_of_nesting_are_refused_naming_the_field_or_ignored_
         ),
         (
             format!(r#"{{"pipelines": {arrays}}}"#),
-            Expect::Refused("pipelines[0][0]: invalid type: sequence"),
+            Expect::Refused("pipelines[0]: invalid type: sequence, expected a JSON object"),
         ),
         (
             report_with(&pipeline.id, "eventsIn", &arrays),
@@ -182,8 +212,16 @@ async fn ten_thousand_levels_of_nesting_are_refused_naming_the_field_or_ignored_
             }
         }
     }
-    let recursion = report(&format!(r#""hostMetrics": {arrays}"#));
+    // Sampled events are free-form JSON: there the depth is read, and the parser's
+    // recursion limit refuses it.
+    let recursion = report(&format!(
+        r#""sampleResults": [{{"requestId": "r", "componentKey": "in", "events": {arrays}}}]"#
+    ));
     let message = bad_request_message(app.post_heartbeat(&node.node_token, recursion).await).await;
+    assert!(
+        message.starts_with("sampleResults[0].events[0]"),
+        "{message}"
+    );
     assert!(message.contains("recursion limit exceeded"), "{message}");
     let enroll =
         format!(r#"{{"token": "{ENROLLMENT_TOKEN}", "hostname": "deep-1", "labels": {objects}}}"#);
@@ -194,7 +232,7 @@ async fn ten_thousand_levels_of_nesting_are_refused_naming_the_field_or_ignored_
     );
     let message = bad_request_message(app.post_enroll(arrays.clone()).await).await;
     assert!(
-        message.starts_with("[0]: invalid type: sequence"),
+        message.starts_with("body: invalid type: sequence, expected a JSON object"),
         "{message}"
     );
 
@@ -211,6 +249,10 @@ async fn ten_thousand_levels_of_nesting_are_refused_naming_the_field_or_ignored_
     let resp = app.post_heartbeat(&node.node_token, future).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(app.node_view(&node.node_id).await.pipelines[0].events_in, 5);
+    // So is one whose hostMetrics carries them in a field hostMetrics does not have.
+    let deep_host = report(&format!(r#""hostMetrics": {objects}"#));
+    let resp = app.post_heartbeat(&node.node_token, deep_host).await;
+    assert_eq!(resp.status(), StatusCode::OK);
 }
 
 #[tokio::test]

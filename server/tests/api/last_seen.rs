@@ -149,3 +149,49 @@ async fn a_heartbeat_writes_the_node_row_only_when_a_fact_changes_on_postgres() 
     a_heartbeat_writes_the_node_row_only_when_a_fact_changes(quiet(TestDb::postgres().await).await)
         .await;
 }
+
+/// Gate evidence names a node by the status the fleet views show. The views overlay the
+/// contacts not written yet; the proof-of-apply evidence read only the stored time, so a node
+/// that had just polled (fleet page: HEALTHY, seen a moment ago) was named UNKNOWN there.
+#[tokio::test]
+async fn a_held_stage_names_a_node_by_the_status_the_fleet_views_show() {
+    let app = quiet(TestDb::sqlite()).await;
+    let pipeline = app.create_pipeline("logs", &[]).await;
+    app.deploy(&pipeline.id, "v: 1\n").await;
+    let node = app.enroll("edge-1", &[("wave", "a")]).await;
+    let running_v1 = serde_json::json!({ "pipelines": [{
+        "pipelineId": pipeline.id, "version": 1, "status": "RUNNING", "eventsIn": 1
+    }]})
+    .to_string();
+    let (id, _) = app
+        .create_release(serde_json::json!({
+            "pipeline_id": pipeline.id,
+            "config_yaml": "v: 2\n",
+            "rollout_plan": {"stages": [
+                crate::releases::wave("a", serde_json::json!([{"healthWindow": {}}])),
+                crate::releases::wave("b", serde_json::json!([])),
+            ]},
+        }))
+        .await;
+    app.clock.advance_ms(30_000);
+    // The node polls and reports v1 still running: both kept in memory, nothing stored.
+    assert_eq!(app.get_config(&node.node_token, None).await.status(), 200);
+    assert_eq!(
+        app.post_heartbeat(&node.node_token, running_v1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(stored_last_seen(&app, &node.node_id).await, None);
+    let view = app.node_view(&node.node_id).await;
+    assert_eq!(view.status, vf_rules::NodeStatus::Healthy);
+
+    assert_eq!(app.decide_after(0).await, "hold");
+    let release = app.release(&id).await;
+    let hold = release["hold_reason"].as_str().unwrap();
+    assert!(hold.contains("edge-1 runs v1 RUNNING"), "{hold}");
+    assert!(
+        !hold.contains("UNKNOWN") && !hold.contains("UNREACHABLE"),
+        "{hold}"
+    );
+}

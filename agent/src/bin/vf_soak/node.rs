@@ -161,10 +161,10 @@ fn heartbeat(fleet: &Fleet, node: &Node, kept: Option<Served>, since: Instant) -
                 pipeline_id: fleet.pipeline_id.clone(),
                 version,
                 status: "RUNNING".into(),
-                events_in: Some(events_in),
-                events_out: Some(events_in - errors),
-                errors_total: Some(errors),
-                uptime_seconds: Some(since.elapsed().as_secs() as i64),
+                events_in: Some(events_in.into()),
+                events_out: Some((events_in - errors).into()),
+                errors_total: Some(errors.into()),
+                uptime_seconds: vf_protocol::Number::from_f64(since.elapsed().as_secs_f64()),
                 ..PipelineReport::default()
             }]
         }
@@ -182,7 +182,7 @@ fn heartbeat(fleet: &Fleet, node: &Node, kept: Option<Served>, since: Instant) -
 
 enum Poll {
     Changed {
-        config: ConfigResponse,
+        config: Box<ConfigResponse>,
         new_etag: Option<String>,
     },
     NotModified,

@@ -25,6 +25,7 @@ pub enum Field {
     Threshold,
     AutoAdvance,
     AutoRollback,
+    OfflineNodes,
     /// The plan-less canary's health-check window.
     Window,
     /// Anything else: shown at the top of the plan.
@@ -56,6 +57,7 @@ pub fn locate(path: &str) -> Spot {
         "stages" => Field::Stages,
         "autoAdvance" => Field::AutoAdvance,
         "autoRollbackOnGateFail" => Field::AutoRollback,
+        "offlineNodes" => Field::OfflineNodes,
         "healthCheckWindowMinutes" => Field::Window,
         p if p.starts_with("canarySelector") => Field::Selector,
         _ => Field::Other,
@@ -102,6 +104,7 @@ fn display(path: &str, spot: Spot, message: &str) -> String {
         Field::Stages => "Stages",
         Field::AutoAdvance => "Auto-advance",
         Field::AutoRollback => "Auto-rollback on gate failure",
+        Field::OfflineNodes => "Offline nodes",
         Field::Window => "Health-check window",
         Field::Gates | Field::Other => return format!("{path}: {message}"),
     };

@@ -1,4 +1,5 @@
-//! The progressive rollout plan: its stages, the two toggles, and what the gates mean.
+//! The progressive rollout plan: its stages, the two toggles, the offline policy, and what
+//! the gates mean.
 
 use leptos::prelude::*;
 
@@ -8,6 +9,7 @@ use super::preview_view::FleetSummary;
 use super::stage_editor::StageEditor;
 use super::{DeployContext, Preview};
 use crate::preview::StagePreview;
+use vf_rules::OfflinePolicy;
 
 #[component]
 pub fn PlanEditor(
@@ -69,6 +71,25 @@ pub fn PlanEditor(
                     "Off: after each passing stage the release holds until an operator advances it.")}
                 {toggle("Auto-rollback on gate failure", Field::AutoRollback, |p| p.auto_rollback_on_gate_fail, PlanEdit::AutoRollback,
                     "Off: a failing gate holds the release for an operator instead of rolling it back.")}
+            </div>
+            <div class="field">
+                <label for="offline-nodes">"Offline nodes"</label>
+                <select id="offline-nodes"
+                    prop:value=move || plan.with(|p| p.offline_nodes.as_str())
+                    on:change=move |ev| {
+                        if let Some(policy) = OfflinePolicy::parse(&event_target_value(&ev)) {
+                            plan.update(|p| p.apply(PlanEdit::OfflineNodes(policy)));
+                        }
+                    }>
+                    <option value="wait">"Wait for them"</option>
+                    <option value="exclude">"Exclude them (up to 10% of a stage)"</option>
+                    <option value="fail">"Fail the stage"</option>
+                </select>
+                <span class="hint">
+                    "A targeted node silent for 3 of its poll intervals is offline. Wait: the stage holds until it reports. "
+                    "Exclude: it leaves proof of apply and the gates, named in the evidence. Revoked nodes always leave the counts."
+                </span>
+                {move || error(Field::OfflineNodes).map(|m| view! { <p class="field-error">{m}</p> })}
             </div>
         </fieldset>
     }

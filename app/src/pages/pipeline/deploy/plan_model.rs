@@ -7,7 +7,7 @@
 //! control that caused it.
 
 use serde_json::{json, Map, Value};
-use vf_rules::{Percent, PlanError};
+use vf_rules::{OfflinePolicy, Percent, PlanError};
 
 use crate::types::parse_label_text;
 
@@ -324,6 +324,8 @@ pub struct PlanDraft {
     pub stages: Vec<StageDraft>,
     pub auto_advance: bool,
     pub auto_rollback_on_gate_fail: bool,
+    /// What a targeted node that stopped talking does to its stage (`offlineNodes`).
+    pub offline_nodes: OfflinePolicy,
     next_key: u32,
 }
 
@@ -334,6 +336,7 @@ impl Default for PlanDraft {
             stages: vec![StageDraft::new(1, "10", "5")],
             auto_advance: true,
             auto_rollback_on_gate_fail: true,
+            offline_nodes: OfflinePolicy::default(),
             next_key: 2,
         }
     }
@@ -348,6 +351,7 @@ pub enum PlanEdit {
     MoveDown(u32),
     AutoAdvance(bool),
     AutoRollback(bool),
+    OfflineNodes(OfflinePolicy),
     Stage(u32, StageEdit),
 }
 
@@ -386,6 +390,7 @@ impl PlanDraft {
             }
             PlanEdit::AutoAdvance(on) => self.auto_advance = on,
             PlanEdit::AutoRollback(on) => self.auto_rollback_on_gate_fail = on,
+            PlanEdit::OfflineNodes(policy) => self.offline_nodes = policy,
             PlanEdit::Stage(key, e) => {
                 if let Some(stage) = self.stages.iter_mut().find(|s| s.key == key) {
                     stage.apply(e);
@@ -413,11 +418,14 @@ impl PlanDraft {
         let stages: Vec<Value> = (self.stages.iter().enumerate())
             .map(|(i, s)| s.to_json(i, prometheus, &mut local))
             .collect();
-        let plan = json!({
+        let mut plan = json!({
             "stages": stages,
             "autoAdvance": self.auto_advance,
             "autoRollbackOnGateFail": self.auto_rollback_on_gate_fail,
         });
+        if self.offline_nodes != OfflinePolicy::default() {
+            plan["offlineNodes"] = self.offline_nodes.as_str().into();
+        }
         (plan, local)
     }
 }
@@ -695,5 +703,14 @@ mod tests {
         let (json, _) = plan.to_json(false);
         assert_eq!(json["autoAdvance"], json!(false));
         assert_eq!(json["autoRollbackOnGateFail"], json!(false));
+    }
+
+    #[test]
+    fn the_offline_policy_is_written_only_when_it_is_not_the_default() {
+        let mut plan = PlanDraft::default();
+        assert!(plan.to_json(false).0.get("offlineNodes").is_none());
+        plan.apply(PlanEdit::OfflineNodes(OfflinePolicy::Exclude));
+        assert_eq!(plan.to_json(false).0["offlineNodes"], json!("exclude"));
+        assert!(vf_rules::RolloutPlan::parse(&plan.to_json(false).0).is_ok());
     }
 }
