@@ -16,6 +16,9 @@ pub struct Settings {
     pub session_ttl_ms: i64,
     /// `VF_CONFIG_VALIDATE_COMMAND`: checks every config before a version of it exists.
     pub config_validator: Option<crate::config_check::ConfigValidator>,
+    /// `VF_OFFLINE_NODES_DEFAULT`: what an offline targeted node does to a stage whose plan
+    /// does not say (`offlineNodes`).
+    pub offline_nodes_default: vf_rules::OfflinePolicy,
 }
 
 impl Default for Settings {
@@ -25,6 +28,7 @@ impl Default for Settings {
             prometheus: None,
             session_ttl_ms: 12 * 60 * 60 * 1000,
             config_validator: None,
+            offline_nodes_default: vf_rules::OfflinePolicy::default(),
         }
     }
 }

@@ -2,9 +2,10 @@
 //! a release for ever, nor pass it unseen.
 //!
 //! A plan (and any stage, overriding it) says what an offline node does to a stage:
-//! - `offlineNodes`: `exclude` leaves it out of proof of apply and the gate inputs, named in
-//!   the evidence; `wait` (the default for now) keeps it in every count, so the stage waits
-//!   for it and proof of apply names it UNREACHABLE; `fail` fails the stage naming it.
+//! - `offlineNodes`: `exclude` (the default, unless the server's `VF_OFFLINE_NODES_DEFAULT`
+//!   says otherwise) leaves it out of proof of apply and the gate inputs, named in the
+//!   evidence; `wait` keeps it in every count, so the stage waits for it and proof of apply
+//!   names it UNREACHABLE; `fail` fails the stage naming it.
 //! - `offlineAfterSeconds`: how long a node may be silent before it is offline (default 3 of
 //!   its poll intervals, when the fleet views call it UNREACHABLE).
 //! - `maxOfflinePercent` (default 10): with `exclude`, more of the stage's nodes offline than
@@ -29,8 +30,8 @@ pub const MAX_OFFLINE_AFTER_SECONDS: u32 = 86_400;
 /// What an offline targeted node does to its stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OfflinePolicy {
-    #[default]
     Wait,
+    #[default]
     Exclude,
     Fail,
 }
@@ -74,10 +75,11 @@ impl OfflineSettings {
         }
     }
 
-    /// What a stage applies: these settings, the defaults where unset.
-    pub fn rule(self) -> OfflineRule {
+    /// What a stage applies: these settings, the defaults where unset (`default_policy`: the
+    /// server's, normally [`OfflinePolicy::Exclude`]).
+    pub fn rule(self, default_policy: OfflinePolicy) -> OfflineRule {
         OfflineRule {
-            policy: self.policy.unwrap_or_default(),
+            policy: self.policy.unwrap_or(default_policy),
             after_seconds: self.after_seconds,
             max_percent: self.max_percent.unwrap_or(DEFAULT_MAX_OFFLINE_PERCENT),
         }
@@ -99,7 +101,7 @@ pub struct OfflineRule {
 
 impl Default for OfflineRule {
     fn default() -> Self {
-        OfflineSettings::default().rule()
+        OfflineSettings::default().rule(OfflinePolicy::default())
     }
 }
 
@@ -301,7 +303,7 @@ mod tests {
     #[test]
     fn exclude_leaves_offline_nodes_out_and_names_them_with_when_they_were_last_seen() {
         let (targeted, contacts) = fleet(38, &["edge-x", "edge-y"]);
-        let decision = decide(&rule(OfflinePolicy::Exclude), &targeted, &contacts, NOW);
+        let decision = decide(&OfflineRule::default(), &targeted, &contacts, NOW);
         assert_eq!(
             decision.excluded,
             BTreeSet::from(["id-edge-x".to_string(), "id-edge-y".to_string()])
@@ -399,10 +401,12 @@ mod tests {
             policy: Some(OfflinePolicy::Fail),
             ..OfflineSettings::default()
         };
-        let rule = stage.over(plan).rule();
+        let rule = stage.over(plan).rule(OfflinePolicy::Exclude);
         assert_eq!(rule.policy, OfflinePolicy::Fail);
         assert_eq!(rule.after_seconds, Some(120));
         assert_eq!(rule.max_percent, DEFAULT_MAX_OFFLINE_PERCENT);
-        assert_eq!(OfflineRule::default().policy, OfflinePolicy::Wait);
+        assert_eq!(OfflineRule::default().policy, OfflinePolicy::Exclude);
+        let unset = OfflineSettings::default();
+        assert_eq!(unset.rule(OfflinePolicy::Wait).policy, OfflinePolicy::Wait);
     }
 }

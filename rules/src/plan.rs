@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::offline::{OfflineRule, OfflineSettings};
+use crate::offline::{OfflinePolicy, OfflineRule, OfflineSettings};
 use crate::percent::Percent;
 
 mod parse;
@@ -351,10 +351,11 @@ impl RolloutPlan {
     }
 
     /// What stage `index` does with its offline and departed nodes: the stage's offline
-    /// fields, else the plan's, else the defaults ([`crate::offline`]).
-    pub fn offline_rule(&self, index: usize) -> OfflineRule {
+    /// fields, else the plan's, else the defaults, `default_policy` among them (the server's,
+    /// [`crate::offline`]).
+    pub fn offline_rule(&self, index: usize, default_policy: OfflinePolicy) -> OfflineRule {
         let stage = self.stage(index).map(|s| s.offline).unwrap_or_default();
-        stage.over(self.offline).rule()
+        stage.over(self.offline).rule(default_policy)
     }
 
     /// Whether any stage needs Prometheus; create refuses such a plan when it is not set up.

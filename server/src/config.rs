@@ -50,6 +50,9 @@ pub struct Config {
     pub last_seen_flush_ms: Option<u64>,
     /// How often the push watcher reads the fleet generation (`VF_PUSH_CHECK_MS`).
     pub push_check_ms: u64,
+    /// What an offline targeted node does to a stage whose plan does not say
+    /// (`VF_OFFLINE_NODES_DEFAULT`: wait, exclude or fail; default exclude).
+    pub offline_nodes_default: vf_rules::OfflinePolicy,
     /// How often the webhook worker looks for deliveries due (`VF_WEBHOOK_INTERVAL_MS`).
     pub webhook_interval_ms: u64,
     pub prometheus: Option<PromSettings>,
@@ -240,6 +243,15 @@ impl Config {
         )?;
         let push_check_ms =
             parse_int("VF_PUSH_CHECK_MS", get("VF_PUSH_CHECK_MS"), 250, 10, 60_000)? as u64;
+        let offline_nodes_default = match get("VF_OFFLINE_NODES_DEFAULT") {
+            None => vf_rules::OfflinePolicy::default(),
+            Some(raw) => vf_rules::OfflinePolicy::parse(raw.trim()).ok_or_else(|| {
+                err(
+                    "VF_OFFLINE_NODES_DEFAULT",
+                    format!("must be wait, exclude or fail, got {raw:?}"),
+                )
+            })?,
+        };
         let webhook_interval_ms = parse_int(
             "VF_WEBHOOK_INTERVAL_MS",
             get("VF_WEBHOOK_INTERVAL_MS"),
@@ -367,6 +379,7 @@ impl Config {
                 .then_some(scheduler_interval_ms as u64),
             last_seen_flush_ms: (last_seen_flush_ms > 0).then_some(last_seen_flush_ms as u64),
             push_check_ms,
+            offline_nodes_default,
             webhook_interval_ms,
             db_max_connections,
             prometheus,
@@ -391,6 +404,9 @@ impl Config {
             // Tests send webhook deliveries themselves (`webhooks::deliver_due`), at the
             // instant they choose.
             "VF_WEBHOOK_INTERVAL_MS" => Some("60000".into()),
+            // A manual clock moves in steps between which no node polls: the release
+            // scenarios wait for their nodes. Offline handling is tested with it set.
+            "VF_OFFLINE_NODES_DEFAULT" => Some("wait".into()),
             _ => None,
         })
         .unwrap_or_else(|e| panic!("test config: {e}"))
@@ -412,6 +428,18 @@ mod tests {
                 .find(|(name, _)| name == k)
                 .map(|(_, v)| v.clone())
         }
+    }
+
+    #[test]
+    fn the_offline_nodes_default_is_exclude_and_a_bad_value_names_the_variable() {
+        let c = Config::from_vars(vars(&[])).unwrap();
+        assert_eq!(c.offline_nodes_default, vf_rules::OfflinePolicy::Exclude);
+        let c = Config::from_vars(vars(&[("VF_OFFLINE_NODES_DEFAULT", "fail")])).unwrap();
+        assert_eq!(c.offline_nodes_default, vf_rules::OfflinePolicy::Fail);
+        let e = Config::from_vars(vars(&[("VF_OFFLINE_NODES_DEFAULT", "skip")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("VF_OFFLINE_NODES_DEFAULT"), "{e}");
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub async fn build_with_clock(
             prometheus: config.prometheus.clone(),
             session_ttl_ms: config.session_ttl_ms,
             config_validator: config.config_validator.clone(),
+            offline_nodes_default: config.offline_nodes_default,
         },
     );
     bootstrap(&control, &config).await?;

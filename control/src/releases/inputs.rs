@@ -352,7 +352,10 @@ pub async fn gate_inputs<'g>(
     let needs = |kind: fn(&Gate) -> bool| gates.iter().any(|g| kind(g));
     let mut targeted = release.targeted();
     // Offline and departed nodes first: the stage's rule may leave them out of every count.
-    let rule = release.plan().offline_rule(release.state.current_stage);
+    let rule = release.plan().offline_rule(
+        release.state.current_stage,
+        ctl.settings.offline_nodes_default,
+    );
     let contacts = node_contacts(&ctl.db, &targeted)
         .await
         .map_err(input(GateInput::CanaryNodes))?;

@@ -1052,10 +1052,10 @@ mod tests {
         plan["stages"][1]["offlineNodes"] = json!("fail");
         plan["stages"][1]["offlineAfterSeconds"] = json!(120);
         let parsed = parse(plan);
-        let first = parsed.offline_rule(0);
+        let first = parsed.offline_rule(0, OfflinePolicy::Wait);
         assert_eq!(first.policy, OfflinePolicy::Exclude);
         assert_eq!((first.after_seconds, first.max_percent), (None, 25.0));
-        let second = parsed.offline_rule(1);
+        let second = parsed.offline_rule(1, OfflinePolicy::Wait);
         assert_eq!(second.policy, OfflinePolicy::Fail);
         assert_eq!(
             (second.after_seconds, second.max_percent),
@@ -1067,9 +1067,17 @@ mod tests {
         assert!(json["stages"][0].get("offlineNodes").is_none());
 
         let plain = parse(base());
-        assert_eq!(plain.offline_rule(0).policy, OfflinePolicy::Wait);
+        let server_default = OfflinePolicy::Exclude;
         assert_eq!(
-            plain.offline_rule(0).max_percent,
+            plain.offline_rule(0, server_default).policy,
+            OfflinePolicy::Exclude
+        );
+        assert_eq!(
+            plain.offline_rule(0, OfflinePolicy::Wait).policy,
+            OfflinePolicy::Wait
+        );
+        assert_eq!(
+            plain.offline_rule(0, server_default).max_percent,
             DEFAULT_MAX_OFFLINE_PERCENT
         );
         assert!(plain.to_json().get("offlineNodes").is_none());

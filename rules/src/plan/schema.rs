@@ -112,9 +112,10 @@ struct PlanShape {
     /// stage passes (default 100).
     #[schemars(range(min = 0, max = 100))]
     min_applied_percent: Option<f64>,
-    /// What a targeted node that stopped talking does to its stage: `exclude` leaves it out of
-    /// proof of apply and the gate inputs, `wait` (default) keeps it in every count, `fail`
-    /// fails the stage. Written only when set.
+    /// What a targeted node that stopped talking does to its stage: `exclude` (the default,
+    /// unless the server's `VF_OFFLINE_NODES_DEFAULT` says otherwise) leaves it out of proof
+    /// of apply and the gate inputs, `wait` keeps it in every count, `fail` fails the stage.
+    /// Written only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     offline_nodes: Option<OfflineNodesShape>,
     /// Seconds of silence after which a node is offline (default: 3 of its poll intervals).

@@ -135,14 +135,42 @@ async fn a_stage_with_offline_nodes_fail_rolls_back_naming_the_node() {
     );
 }
 
+/// The server's default for plans that do not say (`VF_OFFLINE_NODES_DEFAULT`, exclude).
 #[tokio::test]
-async fn by_default_a_stopped_node_is_waited_for_and_a_revoked_one_leaves_every_count() {
+async fn a_plan_that_does_not_say_takes_the_servers_default() {
+    let app = TestApp::spawn_with(vf_control::testing::TestDb::sqlite(), |c| {
+        c.offline_nodes_default = vf_rules::OfflinePolicy::Exclude;
+    })
+    .await;
+    let (mut agents, p) = fleet_on_v1(&app, 10).await;
+    let id = release(&app, &p, json!({})).await;
+    bake_with_stopped(&app, &mut agents, 1).await;
+
+    assert_eq!(app.decide_after(0).await, "advance");
+    let r = app.release(&id).await;
+    let evaluation = &r["stages"][0]["evaluations"][0];
+    assert_eq!(
+        result(evaluation, "applied")["reason"],
+        "9 of 9 nodes run v2"
+    );
+    let reason = result(evaluation, "offlineNodes")["reason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.starts_with("1 of 10 nodes offline, excluded: wave-a9"),
+        "{reason}"
+    );
+}
+
+/// The test servers' default is wait (`Config::for_tests`), as `offlineNodes: "wait"` is.
+#[tokio::test]
+async fn wait_holds_for_a_stopped_node_and_a_revoked_one_leaves_every_count() {
     let app = TestApp::spawn().await;
     let (mut agents, p) = fleet_on_v1(&app, 3).await;
     let id = release(&app, &p, json!({})).await;
     bake_with_stopped(&app, &mut agents, 1).await;
 
-    // The plan's default, wait: the stage holds for the silent node, named as unreachable.
+    // Wait: the stage holds for the silent node, named as unreachable.
     assert_eq!(app.decide_after(0).await, "hold");
     let hold = app.release(&id).await["hold_reason"]
         .as_str()

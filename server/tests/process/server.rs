@@ -59,6 +59,9 @@ impl ServerProcess {
             .env("RUST_LOG", "info,sqlx=warn,tower_http=warn")
             .env("VF_BOOTSTRAP_ENVIRONMENT", ENVIRONMENT)
             .env("VF_BOOTSTRAP_API_TOKEN", API_TOKEN)
+            // These scenarios' nodes report when the test makes them, not on a poll interval:
+            // their releases wait for them, as `Config::for_tests` does (a test may override).
+            .env("VF_OFFLINE_NODES_DEFAULT", "wait")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -75,19 +75,19 @@ pub fn PlanEditor(
             <div class="field">
                 <label for="offline-nodes">"Offline nodes"</label>
                 <select id="offline-nodes"
-                    prop:value=move || plan.with(|p| p.offline_nodes.as_str())
+                    prop:value=move || plan.with(|p| p.offline_nodes.map_or("", OfflinePolicy::as_str))
                     on:change=move |ev| {
-                        if let Some(policy) = OfflinePolicy::parse(&event_target_value(&ev)) {
-                            plan.update(|p| p.apply(PlanEdit::OfflineNodes(policy)));
-                        }
+                        let policy = OfflinePolicy::parse(&event_target_value(&ev));
+                        plan.update(|p| p.apply(PlanEdit::OfflineNodes(policy)));
                     }>
-                    <option value="wait">"Wait for them"</option>
+                    <option value="">"Server default (exclude, unless VF_OFFLINE_NODES_DEFAULT says)"</option>
                     <option value="exclude">"Exclude them (up to 10% of a stage)"</option>
+                    <option value="wait">"Wait for them"</option>
                     <option value="fail">"Fail the stage"</option>
                 </select>
                 <span class="hint">
-                    "A targeted node silent for 3 of its poll intervals is offline. Wait: the stage holds until it reports. "
-                    "Exclude: it leaves proof of apply and the gates, named in the evidence. Revoked nodes always leave the counts."
+                    "A targeted node silent for 3 of its poll intervals is offline. Exclude: it leaves proof of apply and the gates, named in the evidence. "
+                    "Wait: the stage holds until it reports. Revoked nodes always leave the counts."
                 </span>
                 {move || error(Field::OfflineNodes).map(|m| view! { <p class="field-error">{m}</p> })}
             </div>

@@ -324,8 +324,9 @@ pub struct PlanDraft {
     pub stages: Vec<StageDraft>,
     pub auto_advance: bool,
     pub auto_rollback_on_gate_fail: bool,
-    /// What a targeted node that stopped talking does to its stage (`offlineNodes`).
-    pub offline_nodes: OfflinePolicy,
+    /// What a targeted node that stopped talking does to its stage (`offlineNodes`); `None`
+    /// leaves it to the server's default.
+    pub offline_nodes: Option<OfflinePolicy>,
     next_key: u32,
 }
 
@@ -336,7 +337,7 @@ impl Default for PlanDraft {
             stages: vec![StageDraft::new(1, "10", "5")],
             auto_advance: true,
             auto_rollback_on_gate_fail: true,
-            offline_nodes: OfflinePolicy::default(),
+            offline_nodes: None,
             next_key: 2,
         }
     }
@@ -351,7 +352,7 @@ pub enum PlanEdit {
     MoveDown(u32),
     AutoAdvance(bool),
     AutoRollback(bool),
-    OfflineNodes(OfflinePolicy),
+    OfflineNodes(Option<OfflinePolicy>),
     Stage(u32, StageEdit),
 }
 
@@ -423,8 +424,8 @@ impl PlanDraft {
             "autoAdvance": self.auto_advance,
             "autoRollbackOnGateFail": self.auto_rollback_on_gate_fail,
         });
-        if self.offline_nodes != OfflinePolicy::default() {
-            plan["offlineNodes"] = self.offline_nodes.as_str().into();
+        if let Some(policy) = self.offline_nodes {
+            plan["offlineNodes"] = policy.as_str().into();
         }
         (plan, local)
     }
@@ -706,11 +707,11 @@ mod tests {
     }
 
     #[test]
-    fn the_offline_policy_is_written_only_when_it_is_not_the_default() {
+    fn the_offline_policy_is_written_only_when_one_is_chosen() {
         let mut plan = PlanDraft::default();
         assert!(plan.to_json(false).0.get("offlineNodes").is_none());
-        plan.apply(PlanEdit::OfflineNodes(OfflinePolicy::Exclude));
-        assert_eq!(plan.to_json(false).0["offlineNodes"], json!("exclude"));
+        plan.apply(PlanEdit::OfflineNodes(Some(OfflinePolicy::Wait)));
+        assert_eq!(plan.to_json(false).0["offlineNodes"], json!("wait"));
         assert!(vf_rules::RolloutPlan::parse(&plan.to_json(false).0).is_ok());
     }
 }
