@@ -200,10 +200,7 @@ impl Agent {
             .client
             .poll_config(&self.identity.node_token, &heartbeat, self.etag.as_deref())
             .await?;
-        self.departed.clear();
-        if let Some(health) = heartbeat.agent_health {
-            self.health_sent = Some((without_uptime(health), heartbeat.update_error));
-        }
+        self.delivered(heartbeat);
         let outcome = match answer {
             ConfigPoll::NotModified => PollOutcome::NotModified,
             ConfigPoll::Changed { config, etag } => {
@@ -377,11 +374,17 @@ impl Agent {
         self.client
             .heartbeat(&self.identity.node_token, &heartbeat)
             .await?;
+        self.delivered(heartbeat);
+        Ok(())
+    }
+
+    /// What the server acknowledged is not sent again: the STOPPED reports of departed
+    /// pipelines, and the health and update error (without the uptime, which always changes).
+    fn delivered(&mut self, heartbeat: Heartbeat) {
         self.departed.clear();
         if let Some(health) = heartbeat.agent_health {
             self.health_sent = Some((without_uptime(health), heartbeat.update_error));
         }
-        Ok(())
     }
 
     /// Stops every pipeline process (files stay, so a restart can be inspected).
@@ -489,11 +492,10 @@ impl Agent {
         }
     }
 
-    /// Polls until `shutdown` resolves, then stops all pipelines. Errors never end the loop:
-    /// a revoked token retries slowly, 429/503 honour `Retry-After`, the rest back off.
+    /// Polls until `shutdown` resolves ([`Exit::Shutdown`]) or a self-update installed a new
+    /// binary ([`Exit::Restart`]), then stops all pipelines. Errors never end the loop: a
+    /// revoked token retries slowly, 429/503 honour `Retry-After`, the rest back off.
     /// Between polls it supervises the pipeline processes (`supervise`).
-    /// Polls, applies and supervises until `shutdown` resolves ([`Exit::Shutdown`]) or a
-    /// self-update installed a new binary ([`Exit::Restart`]); pipelines are stopped either way.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Exit {
         tokio::pin!(shutdown);
         let mut backoff = Backoff::default();
